@@ -1,0 +1,82 @@
+"""Entry point of ``pyvw-lite`` and ``python -m pyvw_lite``.
+
+A first argument that names a subcommand goes to the typer app; anything else is a VW command
+line, parsed from the shared option table.  A data file literally named like a subcommand
+needs ``-d``.  Nothing here imports numba, so ``--help`` is instant.
+"""
+from __future__ import annotations
+
+import sys
+
+from .._version import __version__
+from ..options import OptionError, help_rows
+
+SUBCOMMANDS = {
+    "bench": "time pyvw-lite (and VW, when installed) on seeded rater-task data",
+}
+
+
+def _help() -> str:
+    lines = [f"pyvw-lite {__version__}: a Vowpal-Wabbit-style online learner for rater-task data",
+             "",
+             "Usage: pyvw-lite [VW options] [DATA]",
+             "       pyvw-lite COMMAND [options]     (pyvw-lite COMMAND --help for details)",
+             "",
+             "Commands:"]
+    lines += [f"  {name:<10} {text}" for name, text in SUBCOMMANDS.items()]
+    group = None
+    for row_group, flag, text in help_rows():
+        if row_group != group:
+            group = row_group
+            lines += ["", f"{group}:"]
+        lines.append(f"  {flag:<34} {text}")
+    lines += ["", "Examples:",
+              "  pyvw-lite -d train.vw --loss_function logistic -f model.pvw",
+              "  pyvw-lite -d test.vw -t -i model.pvw -p predictions.txt",
+              "  pyvw-lite -d train.vw -c --passes 5 -b 24 -q rt"]
+    return "\n".join(lines) + "\n"
+
+
+def _fail(message: str, code: int = 1) -> int:
+    sys.stderr.write(f"pyvw-lite: error: {message}\n")
+    return code
+
+
+def run_vw(argv: list[str]) -> int:
+    from ..io.model_io import ModelError
+    from ..workspace import ParseError, Workspace
+    try:
+        workspace = Workspace(argv)
+        return workspace.run()
+    except (OptionError, ModelError, ParseError) as exc:
+        return _fail(str(exc))
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        return _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror}")
+    except ValueError as exc:  # e.g. a truncated cache file
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except BrokenPipeError:
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        from .app import app
+        try:
+            app(args=argv, prog_name="pyvw-lite", standalone_mode=True)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+    if not argv or argv[0] in ("-h", "--help") or "--help" in argv:
+        sys.stdout.write(_help())
+        return 0
+    if "--version" in argv:
+        sys.stdout.write(f"{__version__}\n")
+        return 0
+    return run_vw(argv)
+
+
+def entry() -> None:
+    sys.exit(main())

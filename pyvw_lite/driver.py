@@ -1,0 +1,259 @@
+"""The VW-style run: preamble, passes over text or cache, holdout, progress, outputs, summary.
+
+Driver output (preamble, table, summary) goes to stderr and log lines (``[warning] ...``) to
+stdout, as in VW.  Parsing of the next batch overlaps learning of the current one.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import numpy as np
+
+from ._version import __version__
+from .io import cache as cache_io
+from .io.atomic import atomic_write
+from .io.progress import LiveBar, ProgressTable, use_live_bar
+from .io.source import LineChunks
+from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch
+from .learners import gd
+from .learners.losses import loss_value
+from .options import OptionError
+from .workspace import Workspace, _prefetch, format_prediction
+
+
+class Driver:
+    def __init__(self, workspace: Workspace):
+        self.ws = workspace
+        self.o = workspace.options
+        self.err = None if workspace.quiet else workspace.stderr
+        self.progress = ProgressTable(self.err, self.o.progress,
+                                      holdout_off=not self._holdout_on(), log=workspace._log)
+        self.names: dict[int, set[str]] = {}
+
+    # ------------------------------------------------------------------ set-up
+    def _holdout_on(self) -> bool:
+        o = self.o
+        return not o.holdout_off and (o.passes > 1 or "holdout_after" in o.given)
+
+    def _cache_plan(self) -> tuple[str | None, bool]:
+        """(cache path, whether to read it) following VW's -c / --cache_file / -k rules."""
+        o = self.o
+        data = o.data
+        path = o.cache_file
+        if path is None and o.cache:
+            if data in (None, "-"):
+                raise OptionError("option '--cache': reading standard input needs --cache_file FILE")
+            path = data + ".cache"
+        if o.passes > 1 and path is None:
+            raise OptionError("need a cache file for multiple passes : try using --cache or "
+                              "--cache_file <name>")
+        if path is None or o.kill_cache or not os.path.exists(path):
+            return path, False
+        settings = cache_io.read_settings(path)
+        if settings != self._cache_settings():
+            self.ws._log(f"[info] {path} was made from other data or options; rebuilding it")
+            return path, False
+        return path, True
+
+    def _cache_settings(self) -> dict:
+        return {"format": cache_io.FORMAT, "hash_seed": self.o.hash_seed,
+                "hash_all": self.ws.hash_all, "loss": self.ws.loss_name,
+                "source": cache_io.source_signature(self.o.data)}
+
+    def _preamble(self, cache_path: str | None, read_cache: bool) -> list[str]:
+        o, ws = self.o, self.ws
+        lines = list(ws.interactions.messages)
+        if o.testonly:
+            lines.append("only testing")
+        if o.final_regressor:
+            lines.append(f"final_regressor = {o.final_regressor}")
+        if o.predictions:
+            lines.append(f"predictions = {o.predictions}")
+        if o.raw_predictions:
+            lines.append(f"raw predictions = {o.raw_predictions}")
+        if read_cache:
+            lines += [f"using cache_file = {cache_path}",
+                      "ignoring text input in favor of cache input"]
+        else:
+            lines.append(f"creating cache_file = {cache_path}" if cache_path else "using no cache")
+            lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
+        learners = ["gd"] + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
+            + ["scorer-identity", "count_label"]
+        lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
+                  f"initial_t = {ws.initial_t_shown:g}", f"power_t = {o.power_t:g}"]
+        if o.passes > 1:
+            lines.append(f"decay_learning_rate = {o.decay_learning_rate:g}")
+        lines += ["Enabled learners: " + ", ".join(learners), "Input label = SIMPLE",
+                  "Output pred = SCALAR"]
+        return lines
+
+    # ------------------------------------------------------------------ batches
+    def _text_batches(self, source: LineChunks, record_spans: bool) -> Iterator[ParsedBatch]:
+        for buf, bounds, first_line in source:
+            yield self.ws._parse_chunk(buf, bounds, first_line, source.name, record_spans)
+
+    def _holdout_flags(self, count: int) -> np.ndarray:
+        position = self.pass_position + np.arange(1, count + 1)
+        self.pass_position += count
+        if self.progress.holdout_off:
+            return np.zeros(count, dtype=np.uint8)
+        if self.o.holdout_after:
+            return (position > self.o.holdout_after).astype(np.uint8)
+        return (position % self.o.holdout_period == 0).astype(np.uint8)
+
+    def _process_one_by_one(self, batch, rows, holdout):
+        ws = self.ws
+        outputs = [np.empty(rows.size), np.empty(rows.size), np.empty(rows.size),
+                   np.empty(rows.size, np.int64)]
+        for k, row in enumerate(rows):
+            one = rows[k:k + 1]
+            if self.o.audit:
+                pred, _, _, _ = ws._run_kernel(batch, one, np.ones(1, np.uint8), False)
+                ws.stdout.write(ws._audit_text(batch, int(row), float(pred[0])))
+            if self.o.invert_hash:
+                for name, slot, _ in ws.feature_names(batch, int(row)):
+                    self.names.setdefault(slot, set()).add(name)
+            result = ws._run_kernel(batch, one, holdout[k:k + 1], ws.training)
+            for out, value in zip(outputs, result):
+                out[k] = value[0]
+        return outputs
+
+    @staticmethod
+    def _prediction_lines(batch: ParsedBatch, rows: np.ndarray, values: np.ndarray) -> str:
+        tags = batch.ex_int[rows, TAG_START]
+        ends = batch.ex_int[rows, TAG_END]
+        buf = batch.buf
+        lines = []
+        for value, start, end in zip(values.tolist(), tags.tolist(), ends.tolist()):
+            text = format_prediction(value)
+            if start >= 0:
+                text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
+            lines.append(text)
+        return "\n".join(lines) + "\n" if lines else ""
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        o, ws = self.o, self.ws
+        if o.invert_hash and (o.cache or o.cache_file):
+            raise OptionError("--invert_hash needs a single pass over text input (no cache)")
+        if o.save_resume:
+            ws._log("[info] --save_resume is deprecated: models always keep their learning state")
+        cache_path, read_cache = self._cache_plan()
+        text_source = None
+        if not read_cache:
+            text_source = LineChunks(o.data)
+        for line in ws.interactions.warnings:
+            ws._log(f"[warning] {line}")
+        if self.err is not None:
+            self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
+            self.progress.print_header()
+        bar = None
+        if use_live_bar(ws.quiet):
+            total = os.path.getsize(cache_path) if read_cache else text_source.total_bytes
+            bar = LiveBar("pass 1", total)
+            self.progress.bar = bar
+        writer_specs = [(path, which) for path, which in ((o.predictions, 0), (o.raw_predictions, 1))
+                        if path]
+        contexts = [atomic_write(path, binary=False) for path, _ in writer_specs]
+        writers = [(context.__enter__(), which) for context, (_, which) in zip(contexts, writer_specs)]
+        cache_writer = None
+        passes_used = 0
+        early_stopped = False
+        no_win = 0
+        try:
+            for pass_index in range(o.passes):
+                self.pass_position = 0
+                from_cache = read_cache or pass_index > 0
+                if from_cache:
+                    reader = cache_io.CacheReader(cache_path)
+                    batches = _prefetch(iter(reader))
+                    tracker = reader
+                else:
+                    if pass_index > 0:
+                        text_source = LineChunks(o.data)
+                    if cache_path:
+                        cache_writer = cache_io.CacheWriter(cache_path, self._cache_settings())
+                    batches = _prefetch(self._text_batches(text_source, bool(o.audit or o.invert_hash)))
+                    tracker = text_source
+                if bar is not None:
+                    bar.update(0, f"pass {pass_index + 1}")
+                for batch in batches:
+                    rows = np.arange(batch.ex_int.shape[0]) if from_cache else ws._valid_rows(batch)
+                    if cache_writer is not None:
+                        cache_writer.write(batch, rows)
+                    self._process_batch(batch, rows, writers)
+                    if bar is not None:
+                        bar.update(tracker.bytes_read)
+                if cache_writer is not None:
+                    cache_writer.close()
+                    cache_writer = None
+                passes_used += 1
+                improved = self.progress.end_pass()
+                if not self.progress.holdout_off:
+                    if improved:
+                        no_win = 0
+                        if o.final_regressor and pass_index + 1 < o.passes:
+                            ws.save(o.final_regressor)
+                    else:
+                        no_win += 1
+                        if no_win >= o.early_terminate and pass_index + 1 < o.passes:
+                            early_stopped = True
+                            break
+                ws.params[gd.P_ETA] *= o.decay_learning_rate
+        except BaseException:
+            if cache_writer is not None:
+                cache_writer.abort()
+            for context in contexts:
+                context.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            if bar is not None:
+                bar.stop()
+            raise
+        for context in contexts:
+            context.__exit__(None, None, None)
+        if bar is not None:
+            bar.stop()
+        self._finish(passes_used, early_stopped)
+        return 0
+
+    def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
+        ws = self.ws
+        holdout = self._holdout_flags(rows.size)
+        if self.o.audit or self.o.invert_hash:
+            pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout)
+        else:
+            pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
+        labelled = batch.ex_int[rows, NLABEL] > 0
+        labels = batch.ex_float[rows, LABEL]
+        self.progress.account(
+            weight=batch.ex_float[rows, 1], loss=loss, labelled=labelled,
+            holdout=holdout.astype(bool), label=labels, features=nfeat,
+            label_text=lambda i: f"{labels[i]:.4f}" if labelled[i] else "unknown",
+            prediction_text=lambda i: f"{pred[i]:.4f}")
+        for handle, which in writers:
+            handle.write(self._prediction_lines(batch, rows, pred if which == 0 else raw))
+
+    def _finish(self, passes_used: int, early_stopped: bool) -> None:
+        o, ws = self.o, self.ws
+        if ws.nan_predictions:
+            ws._log(f"[warning] {ws.nan_predictions} NaN predictions were forced to 0")
+        if o.final_regressor and not early_stopped:
+            ws.save(o.final_regressor)
+        if o.readable_model:
+            ws.write_readable_model(o.readable_model)
+        if o.invert_hash:
+            self._write_invert_hash(o.invert_hash)
+        if self.err is not None:
+            constant = self.progress.best_constant(
+                ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
+            if ws.skipped:
+                self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")
+            self.err.write(self.progress.summary(passes_used, constant))
+
+    def _write_invert_hash(self, path: str) -> None:
+        ws = self.ws
+        predict_only = self.o.predict_only_model
+        resume = None if predict_only else [f"t {ws.state[gd.T_SUM]:g}"]
+        body = "".join(ws._weight_text(f"{name}:{slot}", slot, predict_only)
+                       for slot in sorted(self.names) for name in sorted(self.names[slot]))
+        ws._write_text_model(path, body, resume)

@@ -1,0 +1,1 @@
+"""Input and output: VW text, the binary cache, model files, predictions and progress."""

@@ -1,0 +1,42 @@
+"""Files written atomically: into a temporary file beside the target, renamed when complete.
+
+A reader never sees a half-written model or predictions file, and a failed run leaves the old
+file in place.  Targets that are not regular files (``/dev/stdout``, a pipe) are written directly.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+
+
+def _is_special(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str, binary: bool = True):
+    if path == "-" or _is_special(path):
+        handle = open("/dev/stdout" if path == "-" else path, "wb" if binary else "w")
+        try:
+            yield handle
+        finally:
+            handle.close()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

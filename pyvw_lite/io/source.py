@@ -1,0 +1,67 @@
+"""Byte sources read in chunks of whole lines: plain files, ``.gz`` files and standard input."""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+from typing import Iterator
+
+import numpy as np
+
+from .vw_text import split_lines
+
+CHUNK_BYTES = 4 << 20
+
+
+class LineChunks:
+    """Iterate ``(buf, line_bounds, first_line)`` over a source, whole lines per chunk.
+
+    ``bytes_read`` and ``total_bytes`` (None when unknown) feed the progress bar.
+    """
+
+    def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES):
+        self.path = path
+        self.name = path if path not in (None, "-") else "<stdin>"
+        self.chunk_bytes = chunk_bytes
+        self.bytes_read = 0
+        self.total_bytes = None
+        if path not in (None, "-"):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: no such file")
+            if os.path.isdir(path):
+                raise IsADirectoryError(f"{path}: is a directory, expected a data file")
+            self.total_bytes = os.path.getsize(path)
+
+    def _open(self):
+        if self.path in (None, "-"):
+            return sys.stdin.buffer, False
+        with open(self.path, "rb") as probe:
+            magic = probe.read(2)
+        if magic == b"\x1f\x8b":
+            return gzip.open(self.path, "rb"), True
+        return open(self.path, "rb", buffering=0), True
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+        handle, owned = self._open()
+        try:
+            carry = b""
+            line_no = 1
+            while True:
+                block = handle.read(self.chunk_bytes)
+                if block:
+                    self.bytes_read += len(block)
+                final = not block
+                data = carry + block if carry else block
+                if not data:
+                    break
+                buf = np.frombuffer(data, dtype=np.uint8)
+                bounds, consumed = split_lines(buf, final)
+                if bounds.shape[0]:
+                    yield buf, bounds, line_no
+                    line_no += bounds.shape[0]
+                carry = bytes(data[consumed:]) if consumed < len(data) else b""
+                if final:
+                    break
+        finally:
+            if owned:
+                handle.close()

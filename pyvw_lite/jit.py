@@ -1,0 +1,75 @@
+"""numba set-up shared by every kernel module.
+
+Kernels are compiled with ``cache=True`` so a warm start only loads machine code.  Two traps are
+handled here, once: a read-only install (numba cannot write ``__pycache__`` next to the source,
+and ``cache=True`` would then make *import* fail) and the cold first compile, which takes seconds
+and deserves a word on a terminal.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+
+def _choose_cache_dir() -> None:
+    """Point numba at a writable cache directory when the package directory is read-only."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    pycache = os.path.join(package_dir, "__pycache__")
+    probe_dir = pycache if os.path.isdir(pycache) else package_dir
+    if os.access(probe_dir, os.W_OK):
+        return
+    for base in (os.environ.get("XDG_CACHE_HOME"), os.path.join(os.path.expanduser("~"), ".cache"),
+                 tempfile.gettempdir()):
+        if not base:
+            continue
+        candidate = os.path.join(base, "pyvw_lite", "numba")
+        try:
+            os.makedirs(candidate, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            os.environ["NUMBA_CACHE_DIR"] = candidate
+            return
+
+
+_choose_cache_dir()
+
+import numba  # noqa: E402  (must follow the cache-directory choice)
+
+
+def kernel(function=None, **options):
+    """``numba.njit(cache=True, nogil=True)`` that degrades to no cache instead of failing."""
+
+    def decorate(func):
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(func)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, nogil=True, **options)(func)
+
+    if function is not None:
+        return decorate(function)
+    return decorate
+
+
+_announced = False
+
+
+def announce_compile(*dispatchers) -> None:
+    """Tell a terminal user that the first run compiles, when no cached machine code exists yet."""
+    global _announced
+    if _announced or not sys.stderr.isatty():
+        return
+    for dispatcher in dispatchers:
+        if dispatcher.signatures:
+            continue
+        cache = getattr(dispatcher, "_cache", None)
+        cache_file = getattr(cache, "_cache_file", None)
+        index_path = getattr(cache_file, "_index_path", None)
+        if index_path is None or not os.path.exists(index_path):
+            _announced = True
+            sys.stderr.write("pyvw-lite: compiling (first run only) ...\n")
+            sys.stderr.flush()
+            return

@@ -1,0 +1,338 @@
+"""The linear learner: VW's online gradient descent with adaptive, normalized and invariant
+updates (VW_FACTS §4), over hashed features, the constant and namespace interactions.
+
+Weights are a float32 table of ``2^b`` rows.  With adaptive or normalized updates a row holds
+``[w, G, N, rate]`` (VW's stride 4): ``G`` sums squared gradients (AdaGrad), ``N`` is the largest
+``|x|`` seen (normalized updates), ``rate`` is the per-feature rate of the current example, read
+back by the update pass, so colliding features share the last one, as in VW.  Plain ``--sgd``
+uses one column.
+
+One kernel call learns a whole parsed batch; Python never loops over examples.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..io.hashing import CONSTANT_HASH, FNV_PRIME
+from ..io.vw_text import (FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, SEG_BYTE, SEG_END,
+                          SEG_FEND, SEG_FSTART, SEG_START, WEIGHT)
+from ..jit import kernel
+from .losses import importance_aware_update, loss_is_positive, loss_value, plain_update, \
+    squared_gradient
+
+W, G, N, RATE = 0, 1, 2, 3
+X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
+X2_MIN = X_MIN * X_MIN
+X2_MAX = 3.40282e38
+
+# Indices into the float64 ``state`` vector of a linear learner.
+T_SUM, NORM_S, NORM_T, MIN_LABEL, MAX_LABEL = range(5)
+STATE_SIZE = 5
+# Indices into the float64 ``params`` vector.
+P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
+    P_FIXED_RANGE = range(9)
+PARAM_SIZE = 9
+WILDCARD = 58  # ':' in -q / --interactions
+
+
+@kernel
+def _namespace_range(seg, s0, s1, byte, ignore):
+    """Feature range of namespace letter ``byte`` in one example (segments are grouped)."""
+    if ignore[byte]:
+        return 0, 0
+    start = -1
+    end = -1
+    for s in range(s0, s1):
+        if seg[s, SEG_BYTE] == byte:
+            if start < 0:
+                start = seg[s, SEG_FSTART]
+            end = seg[s, SEG_FEND]
+    if start < 0:
+        return 0, 0
+    return start, end
+
+
+@kernel
+def _present_bytes(seg, s0, s1, ignore, out):
+    """Distinct namespace letters of one example, ascending (for ':' wildcards)."""
+    n = 0
+    for s in range(s0, s1):
+        b = seg[s, SEG_BYTE]
+        if ignore[b]:
+            continue
+        seen = False
+        for k in range(n):
+            if out[k] == b:
+                seen = True
+                break
+        if not seen:
+            out[n] = b
+            n += 1
+    out[:n].sort()
+    return n
+
+
+@kernel
+def _expand_term(term, width, present, n_present, out):
+    """Concrete namespace tuples of one interaction term; wildcards range over ``present``.
+
+    A term made only of wildcards yields combinations with replacement (VW without
+    ``--permutations``).  Returns the number of tuples written to ``out``.
+    """
+    n_wild = 0
+    for k in range(width):
+        if term[k] == WILDCARD:
+            n_wild += 1
+    if n_wild == 0:
+        for k in range(width):
+            out[0, k] = term[k]
+        return 1
+    if n_present == 0:
+        return 0
+    all_wild = n_wild == width
+    count = 0
+    idx = np.zeros(width, dtype=np.int64)
+    while True:
+        valid = True
+        if all_wild:
+            for k in range(1, width):
+                if idx[k] < idx[k - 1]:
+                    valid = False
+        if valid:
+            for k in range(width):
+                out[count, k] = present[idx[k]] if term[k] == WILDCARD else term[k]
+            count += 1
+        k = width - 1
+        while k >= 0:
+            if term[k] == WILDCARD:
+                idx[k] += 1
+                if idx[k] < n_present:
+                    break
+                idx[k] = 0
+            k -= 1
+        if k < 0:
+            break
+    return count
+
+
+@kernel
+def gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                    interactions, inter_width, slots, values, origins, record_origin):
+    """Flatten one example into ``(slot, value)`` pairs in VW's order: namespaces, constant,
+    then interactions.  Returns the count, or ``-needed`` when the scratch arrays are too small.
+
+    ``origins[k]`` (when recorded, for --audit) lists the batch feature indices a flat feature
+    came from; -1 marks the constant.
+    """
+    s0 = ex_int[row, SEG_START]
+    s1 = ex_int[row, SEG_END]
+    capacity = slots.shape[0]
+    n = 0
+    for s in range(s0, s1):
+        if ignore[seg[s, SEG_BYTE]]:
+            continue
+        for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
+            if n < capacity:
+                slots[n] = feat_hash[j] & mask
+                values[n] = feat_value[j]
+                if record_origin:
+                    origins[n, 0] = j
+                    origins[n, 1] = -2
+                    origins[n, 2] = -2
+            n += 1
+    if use_constant:
+        if n < capacity:
+            slots[n] = CONSTANT_HASH & mask
+            values[n] = 1.0
+            if record_origin:
+                origins[n, 0] = -1
+                origins[n, 1] = -2
+                origins[n, 2] = -2
+        n += 1
+    if interactions.shape[0] == 0:
+        return n if n <= capacity else -n
+    present = np.empty(256, dtype=np.int64)
+    n_present = _present_bytes(seg, s0, s1, ignore, present)
+    tuples = np.empty((max(1, n_present) ** 3 + 1, 3), dtype=np.int64)
+    for t in range(interactions.shape[0]):
+        width = inter_width[t]
+        n_tuples = _expand_term(interactions[t], width, present, n_present, tuples)
+        for q in range(n_tuples):
+            a0, a1 = _namespace_range(seg, s0, s1, tuples[q, 0], ignore)
+            b0, b1 = _namespace_range(seg, s0, s1, tuples[q, 1], ignore)
+            same_ab = tuples[q, 0] == tuples[q, 1]
+            if width == 2:
+                for i in range(a0, a1):
+                    hi = (feat_hash[i] & mask) * FNV_PRIME
+                    for j in range(i if same_ab else b0, b1):
+                        if n < capacity:
+                            slots[n] = (hi ^ (feat_hash[j] & mask)) & mask
+                            values[n] = feat_value[i] * feat_value[j]
+                            if record_origin:
+                                origins[n, 0] = i
+                                origins[n, 1] = j
+                                origins[n, 2] = -2
+                        n += 1
+            else:
+                c0, c1 = _namespace_range(seg, s0, s1, tuples[q, 2], ignore)
+                same_bc = tuples[q, 1] == tuples[q, 2]
+                for i in range(a0, a1):
+                    hi = (feat_hash[i] & mask) * FNV_PRIME
+                    for j in range(i if same_ab else b0, b1):
+                        hij = (hi ^ (feat_hash[j] & mask)) * FNV_PRIME
+                        vij = feat_value[i] * feat_value[j]
+                        for k in range(j if same_bc else c0, c1):
+                            if n < capacity:
+                                slots[n] = (hij ^ (feat_hash[k] & mask)) & mask
+                                values[n] = vij * feat_value[k]
+                                if record_origin:
+                                    origins[n, 0] = i
+                                    origins[n, 1] = j
+                                    origins[n, 2] = k
+                            n += 1
+    return n if n <= capacity else -n
+
+
+@kernel
+def _rate(weights, slot, adaptive, normalized, power_t):
+    """Per-feature learning-rate factor: ``G^-p`` (adaptive) times ``N^(2(p-1))`` or ``N^-2``."""
+    rate = 1.0
+    if adaptive:
+        rate = weights[slot, G] ** (-power_t) if weights[slot, G] > 0.0 else 0.0
+    if normalized:
+        norm = np.float64(weights[slot, N])
+        if adaptive:
+            rate *= (norm * norm) ** (power_t - 1.0)
+        else:
+            rate /= norm * norm
+    return rate
+
+
+@kernel
+def predict_flat(weights, slots, values, n, initial):
+    raw = initial
+    for k in range(n):
+        raw += weights[slots[k], W] * values[k]
+    return raw
+
+
+@kernel
+def _learn_flat(weights, slots, values, n, state, params, pred, label, importance):
+    """One importance-aware GD step on a flattened example (VW gd.cc ``update``)."""
+    loss = np.int64(params[P_LOSS])
+    adaptive = params[P_ADAPTIVE] != 0.0
+    normalized = params[P_NORMALIZED] != 0.0
+    power_t = params[P_POWER_T]
+    if not loss_is_positive(loss, pred, label):
+        return
+    multiplier = 1.0
+    if adaptive or normalized:
+        grad2 = importance * squared_gradient(loss, pred, label)
+        if grad2 == 0.0:
+            return
+        norm_x = 0.0
+        per_update = 0.0
+        for k in range(n):
+            slot = slots[k]
+            x = values[k]
+            x2 = x * x
+            if x2 < X2_MIN:
+                x2 = X2_MIN
+                x = X_MIN if x > 0.0 else -X_MIN
+            if adaptive:
+                weights[slot, G] += grad2 * x2
+            if normalized:
+                ax = abs(x)
+                if ax > weights[slot, N]:
+                    if weights[slot, N] > 0.0:
+                        ratio = weights[slot, N] / ax
+                        weights[slot, W] *= ratio ** (2.0 * (1.0 - power_t)) if adaptive else ratio * ratio
+                    weights[slot, N] = ax
+                n2 = np.float64(weights[slot, N]) ** 2
+                norm_x += x2 / n2 if x2 < X2_MAX else 1.0
+            rate = _rate(weights, slot, adaptive, normalized, power_t)
+            weights[slot, RATE] = rate
+            per_update += x2 * rate
+        if normalized:
+            state[NORM_S] += importance * norm_x
+            state[NORM_T] += importance
+            if adaptive:
+                multiplier = (state[NORM_S] / state[NORM_T]) ** (power_t - 1.0)
+            else:
+                multiplier = state[NORM_T] / state[NORM_S]
+            per_update *= multiplier
+        scale = params[P_ETA] * importance
+        if not adaptive:
+            scale *= state[T_SUM] ** (-power_t)
+    else:
+        per_update = 0.0
+        for k in range(n):
+            x2 = values[k] * values[k]
+            per_update += x2 if x2 >= X2_MIN else X2_MIN
+        scale = params[P_ETA] * importance * state[T_SUM] ** (-power_t)
+    if params[P_INVARIANT] != 0.0:
+        update = importance_aware_update(loss, pred, label, scale, per_update)
+    else:
+        update = plain_update(loss, pred, label, scale)
+    if not math.isfinite(update) or update == 0.0:
+        return
+    update *= multiplier
+    if adaptive or normalized:
+        for k in range(n):
+            weights[slots[k], W] += update * values[k] * weights[slots[k], RATE]
+    else:
+        for k in range(n):
+            weights[slots[k], W] += update * values[k]
+
+
+@kernel
+def learn_batch(rows, holdout, ex_int, ex_float, seg, feat_hash, feat_value, weights, state, params,
+                mask, ignore, interactions, inter_width, out_pred, out_raw, out_loss, out_nfeat):
+    """Predict (and, when training, learn) every example listed in ``rows``, in order.
+
+    Writes the clipped prediction, raw score, weighted loss (labelled examples) and feature count
+    per example; returns the number of NaN predictions that were forced to 0 (VW does the same).
+    """
+    capacity = 64
+    slots = np.empty(capacity, dtype=np.int64)
+    values = np.empty(capacity, dtype=np.float64)
+    origins = np.empty((1, 3), dtype=np.int64)
+    training = params[P_TRAINING] != 0.0
+    use_constant = params[P_CONSTANT] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
+    loss = np.int64(params[P_LOSS])
+    nan_count = 0
+    for e in range(rows.shape[0]):
+        row = rows[e]
+        n = gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                            interactions, inter_width, slots, values, origins, False)
+        if n < 0:
+            capacity = 2 * (-n)
+            slots = np.empty(capacity, dtype=np.int64)
+            values = np.empty(capacity, dtype=np.float64)
+            n = gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
+                                use_constant, interactions, inter_width, slots, values, origins,
+                                False)
+        labelled = ex_int[row, NLABEL] > 0
+        label = ex_float[row, LABEL]
+        importance = ex_float[row, WEIGHT]
+        if labelled and not fixed_range:
+            if label < state[MIN_LABEL]:
+                state[MIN_LABEL] = label
+            if label > state[MAX_LABEL]:
+                state[MAX_LABEL] = label
+        raw = predict_flat(weights, slots, values, n, ex_float[row, INITIAL])
+        if math.isnan(raw):
+            nan_count += 1
+            raw = 0.0
+        pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+        out_raw[e] = raw
+        out_pred[e] = pred
+        out_nfeat[e] = n
+        out_loss[e] = loss_value(loss, pred, label) * importance if labelled else 0.0
+        if training and labelled and holdout[e] == 0 and importance > 0.0:
+            state[T_SUM] += importance
+            _learn_flat(weights, slots, values, n, state, params, pred, label, importance)
+    return nan_count

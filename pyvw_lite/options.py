@@ -1,0 +1,310 @@
+"""The one option table: it drives the VW-style command line, ``Workspace("...")`` strings and
+keyword parameters, so the three never drift apart.
+
+Parsing follows VW's conventions: ``--name value``, ``--name=value``, ``-b18``, ``-b 18``,
+combined short flags (``-ctk``), repeatable options (``-q ab -q cd``), a positional data file,
+and negative numbers as values (``--initial_t -1``).  An unknown option, a repeated scalar option
+or a value of the wrong type is an :class:`OptionError` naming it.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+FLAG, INT, FLOAT, STR, LIST = "flag", "int", "float", "str", "list"
+
+
+class OptionError(ValueError):
+    """A command-line or Workspace option that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: str
+    default: Any
+    help: str
+    group: str
+    short: str | None = None
+    choices: tuple[str, ...] | None = None
+    keep: bool = False  # stored in the model file and re-applied by -i
+    metavar: str = ""
+
+
+OPTIONS: tuple[Option, ...] = (
+    # input and output
+    Option("data", STR, None, "example file (VW text, .gz or '-' for stdin); also positional",
+           "Input and output", short="d", metavar="FILE"),
+    Option("final_regressor", STR, None, "write the final model to FILE (atomically)",
+           "Input and output", short="f", metavar="FILE"),
+    Option("initial_regressor", STR, None, "load an initial model from FILE and keep learning",
+           "Input and output", short="i", metavar="FILE"),
+    Option("testonly", FLAG, False, "ignore labels: predict only, never learn", "Input and output",
+           short="t"),
+    Option("predictions", STR, None, "write predictions (and tags) to FILE",
+           "Input and output", short="p", metavar="FILE"),
+    Option("raw_predictions", STR, None, "write raw (unclipped) scores to FILE",
+           "Input and output", short="r", metavar="FILE"),
+    Option("cache", FLAG, False, "use a binary cache, <data>.cache by default", "Input and output",
+           short="c"),
+    Option("cache_file", STR, None, "binary cache file to create or read", "Input and output",
+           metavar="FILE"),
+    Option("kill_cache", FLAG, False, "rebuild the cache even if it exists", "Input and output",
+           short="k"),
+    Option("passes", INT, 1, "number of passes over the data (needs a cache)", "Input and output",
+           metavar="N"),
+    Option("readable_model", STR, None, "write the model as text (index:weight)",
+           "Input and output", metavar="FILE"),
+    Option("invert_hash", STR, None, "write the model as text with feature names",
+           "Input and output", metavar="FILE"),
+    Option("predict_only_model", FLAG, False, "save weights only, without the state to resume",
+           "Input and output"),
+    Option("save_resume", FLAG, False, "deprecated (models always resume); accepted for VW scripts",
+           "Input and output"),
+    Option("audit", FLAG, False, "print every feature of every example with index and weight",
+           "Input and output", short="a"),
+    Option("quiet", FLAG, False, "print nothing but errors", "Input and output"),
+    Option("progress", STR, None, "progress rows: integer = every N, float = multiplicative",
+           "Input and output", short="P", metavar="N"),
+    Option("strict_parse", FLAG, False, "a malformed example is fatal (exit 1) instead of skipped",
+           "Input and output"),
+    # holdout and passes
+    Option("holdout_off", FLAG, False, "no holdout data in multiple passes", "Holdout"),
+    Option("holdout_period", INT, 10, "holdout every N-th example of each pass", "Holdout",
+           metavar="N"),
+    Option("holdout_after", INT, 0, "holdout the examples after the N-th of each pass", "Holdout",
+           metavar="N"),
+    Option("early_terminate", INT, 3, "stop after N passes without holdout improvement",
+           "Holdout", metavar="N"),
+    # feature space
+    Option("bit_precision", INT, 18, "number of hash bits (weight table 2^b)", "Feature space",
+           short="b", keep=True, metavar="B"),
+    Option("hash", STR, "strings", "how to hash feature names", "Feature space",
+           choices=("strings", "all"), keep=True),
+    Option("hash_seed", INT, 0, "seed of the feature hash", "Feature space", keep=True,
+           metavar="N"),
+    Option("noconstant", FLAG, False, "no constant (bias) feature", "Feature space", keep=True),
+    Option("constant", FLOAT, 0.0, "initial weight of the constant feature", "Feature space",
+           short="C", metavar="W"),
+    Option("ignore", LIST, (), "ignore namespaces starting with this letter (repeatable)",
+           "Feature space", keep=True, metavar="L"),
+    Option("keep", LIST, (), "keep only namespaces starting with these letters (repeatable)",
+           "Feature space", keep=True, metavar="L"),
+    Option("quadratic", LIST, (), "pair namespaces, e.g. ab, a: or :: (repeatable)",
+           "Feature space", short="q", keep=True, metavar="AB"),
+    Option("cubic", LIST, (), "triple namespaces, e.g. abc (repeatable)", "Feature space",
+           keep=True, metavar="ABC"),
+    Option("interactions", LIST, (), "interactions of 2 or 3 namespaces (repeatable)",
+           "Feature space", keep=True, metavar="AB[C]"),
+    Option("leave_duplicate_interactions", FLAG, False, "keep -q ab -q ba both", "Feature space",
+           keep=True),
+    # learning
+    Option("loss_function", STR, "squared", "loss function", "Learning",
+           choices=("squared", "logistic", "hinge"), keep=True),
+    Option("learning_rate", FLOAT, 0.5, "learning rate (10 for plain updates unless given)",
+           "Learning", short="l", metavar="ETA"),
+    Option("power_t", FLOAT, 0.5, "learning-rate decay exponent", "Learning", metavar="P"),
+    Option("initial_t", FLOAT, 0.0, "initial time of the learning-rate schedule", "Learning",
+           metavar="T0"),
+    Option("decay_learning_rate", FLOAT, 1.0, "multiply the learning rate by D after each pass",
+           "Learning", metavar="D"),
+    Option("sgd", FLAG, False, "plain SGD: no adaptive, normalized or invariant updates",
+           "Learning"),
+    Option("adaptive", FLAG, False, "per-feature adaptive (AdaGrad) rates", "Learning"),
+    Option("normalized", FLAG, False, "per-feature normalized updates", "Learning"),
+    Option("invariant", FLAG, False, "importance-invariant (exact) updates", "Learning"),
+    Option("min_prediction", FLOAT, None, "smallest prediction to output", "Learning",
+           metavar="V"),
+    Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
+           metavar="V"),
+    Option("random_seed", INT, 0, "seed of every random choice", "Learning", metavar="N"),
+)
+
+BY_NAME = {opt.name: opt for opt in OPTIONS}
+BY_SHORT = {opt.short: opt for opt in OPTIONS if opt.short}
+ALIASES = {"learning-rate": "learning_rate"}
+
+
+class Options:
+    """Parsed option values (attribute access) plus the set of names the user gave."""
+
+    def __init__(self, values: dict[str, Any], given: set[str]):
+        self._values = values
+        self.given = given
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        if name in ("_values", "given"):
+            object.__setattr__(self, name, value)
+        else:
+            self._values[name] = value
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def kept_argv(self) -> list[str]:
+        """The options that define a model, as argv (stored in model files)."""
+        argv: list[str] = []
+        for opt in OPTIONS:
+            if not opt.keep or opt.name not in self.given:
+                continue
+            value = self._values[opt.name]
+            if opt.kind == FLAG:
+                if value:
+                    argv.append(f"--{opt.name}")
+            elif opt.kind == LIST:
+                for item in value:
+                    argv += [f"--{opt.name}", str(item)]
+            else:
+                argv += [f"--{opt.name}", str(value)]
+        return argv
+
+
+def _convert(opt: Option, text: str) -> Any:
+    try:
+        if opt.kind == INT:
+            return int(text)
+        if opt.kind == FLOAT:
+            return float(text)
+    except ValueError:
+        raise OptionError(f"option '--{opt.name}': {text!r} is not a valid "
+                          f"{'integer' if opt.kind == INT else 'number'}") from None
+    if opt.choices and text not in opt.choices:
+        raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
+                          f"{', '.join(opt.choices)}")
+    return text
+
+
+def _lookup_long(name: str) -> Option:
+    key = ALIASES.get(name, name)
+    if key not in BY_NAME:
+        key = key.replace("-", "_")
+    if key not in BY_NAME:
+        raise OptionError(f"unrecognised option '--{name}'")
+    return BY_NAME[key]
+
+
+def parse_argv(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> Options:
+    """Parse VW-style argv into :class:`Options`."""
+    values = {opt.name: (list(opt.default) if opt.kind == LIST else opt.default) for opt in OPTIONS}
+    if defaults:
+        values.update(defaults)
+    given: set[str] = set()
+    positional: list[str] = []
+
+    def assign(opt: Option, text: str | None, shown: str) -> None:
+        if opt.kind == FLAG:
+            if text is not None:
+                raise OptionError(f"option '{shown}' takes no value (got {text!r})")
+            values[opt.name] = True
+        elif opt.kind == LIST:
+            values[opt.name].append(_convert(opt, text))
+        else:
+            if opt.name in given:
+                raise OptionError(f"option '{shown}' cannot be specified more than once")
+            values[opt.name] = _convert(opt, text)
+        given.add(opt.name)
+
+    i = 0
+    args = list(argv)
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token.startswith("--") and len(token) > 2:
+            name, eq, inline = token[2:].partition("=")
+            opt = _lookup_long(name)
+            if opt.kind == FLAG:
+                assign(opt, inline if eq else None, f"--{name}")
+                continue
+            if eq:
+                assign(opt, inline, f"--{name}")
+            else:
+                if i >= len(args):
+                    raise OptionError(f"option '--{name}' needs a value")
+                assign(opt, args[i], f"--{name}")
+                i += 1
+        elif token.startswith("-") and len(token) > 1 and not _is_number(token):
+            letters = token[1:]
+            for k, letter in enumerate(letters):
+                opt = BY_SHORT.get(letter)
+                if opt is None:
+                    raise OptionError(f"unrecognised option '-{letter}'"
+                                      + (f" (in '{token}')" if len(letters) > 1 else ""))
+                if opt.kind == FLAG:
+                    assign(opt, None, f"-{letter}")
+                    continue
+                rest = letters[k + 1:]
+                if rest:
+                    assign(opt, rest[1:] if rest.startswith("=") else rest, f"-{letter}")
+                else:
+                    if i >= len(args):
+                        raise OptionError(f"option '-{letter}' needs a value")
+                    assign(opt, args[i], f"-{letter}")
+                    i += 1
+                break
+        else:
+            positional.append(token)
+    if positional:
+        if len(positional) > 1 or "data" in given:
+            raise OptionError("only one data file may be given (got "
+                              + ", ".join(repr(p) for p in ([values['data']] if 'data' in given else [])
+                                          + positional) + ")")
+        values["data"] = positional[0]
+        given.add("data")
+    return Options(values, given)
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def options_from(args: str | Sequence[str] | None = None, **keywords: Any) -> Options:
+    """Options from a VW string (``"--oaa 5 -b 20"``), an argv list, and/or keyword values."""
+    if args is None:
+        argv: list[str] = []
+    elif isinstance(args, str):
+        argv = shlex.split(args)
+    else:
+        argv = list(args)
+    for name, value in keywords.items():
+        opt = BY_NAME.get(name)
+        if opt is None:
+            raise OptionError(f"unrecognised option '{name}'")
+        if value is None or (opt.kind == FLAG and not value):
+            continue
+        if opt.kind == FLAG:
+            argv.append(f"--{name}")
+        elif opt.kind == LIST:
+            for item in ([value] if isinstance(value, str) else value):
+                argv += [f"--{name}", str(item)]
+        else:
+            argv += [f"--{name}", str(value)]
+    return parse_argv(argv)
+
+
+def help_rows(groups: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+    """(group, flag text, help) rows for ``--help``, straight from the table."""
+    rows = []
+    for opt in OPTIONS:
+        if groups is not None and opt.group not in groups:
+            continue
+        flag = (f"-{opt.short}, " if opt.short else "    ") + f"--{opt.name}"
+        if opt.kind != FLAG:
+            flag += " " + (opt.metavar or ("|".join(opt.choices) if opt.choices else "VALUE"))
+        text = opt.help
+        if opt.choices:
+            text += f" ({'|'.join(opt.choices)})"
+        if opt.kind not in (FLAG, LIST) and opt.default is not None:
+            text += f" [default: {opt.default}]"
+        rows.append((opt.group, flag, text))
+    return rows

@@ -1,0 +1,391 @@
+"""``Workspace``: builds the learner from options and drives passes over data.
+
+The same object serves the command line (``run``) and Python (``learn``/``predict``/``save``)::
+
+    >>> from pyvw_lite import Workspace
+    >>> ws = Workspace("--loss_function logistic -b 20 --quiet")
+    >>> _ = ws.learn(["1 |rater r_1 |task t_9", "-1 |rater r_2 |task t_9"])
+    >>> float(ws.predict("|rater r_1 |task t_9")[0]) > 0
+    True
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Iterator, Sequence, TextIO
+
+import numpy as np
+
+from ._version import __version__
+from .io import cache as cache_io
+from .io.atomic import atomic_write
+from .io.hashing import CONSTANT_HASH
+from .io.model_io import ModelData, ModelError, load_model, read_header, save_model, text_header
+from .io.progress import LiveBar, ProgressTable, use_live_bar
+from .io.source import LineChunks
+from .io.vw_text import (EMPTY, INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END, TAG_START,
+                         WEIGHT, ParsedBatch, describe_error, parse_buffer, split_lines)
+from .jit import announce_compile
+from .learners import gd
+from .learners.losses import HINGE, LOGISTIC, LOSS_CODES, loss_value
+from .options import OptionError, Options, options_from, parse_argv
+from .reductions import interactions as interactions_mod
+
+
+class ParseError(ValueError):
+    """A malformed example under ``--strict_parse`` (the message names file, line and text)."""
+
+
+def format_prediction(value: float) -> str:
+    """VW's prediction text: an integral value without decimals, else six decimals."""
+    if math.isfinite(value) and value == math.floor(value):
+        return f"{value:.0f}"
+    return f"{value:.6f}"
+
+
+def _prefetch(iterator: Iterator, enabled: bool = True) -> Iterator:
+    """Produce the next item in a background thread while the caller works on this one.
+
+    The parser and learner kernels release the GIL, so parsing overlaps learning on two cores.
+    """
+    if not enabled:
+        yield from iterator
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(next, iterator, None)
+        while True:
+            item = future.result()
+            if item is None:
+                return
+            future = pool.submit(next, iterator, None)
+            yield item
+
+
+class Workspace:
+    """A learner configured by VW options; see the module docstring."""
+
+    def __init__(self, args: str | Sequence[str] | None = None, *, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None, **keywords):
+        options = options_from(args, **keywords)
+        self.model: ModelData | None = None
+        if options.initial_regressor:
+            self.model = load_model(options.initial_regressor)
+            options = self._merge_model_options(options, self.model)
+        self.options = options
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.quiet = bool(options.quiet)
+        self.log_lines: list[str] = []
+        self._configure()
+
+    # ------------------------------------------------------------------ configuration
+    @staticmethod
+    def _merge_model_options(options: Options, model: ModelData) -> Options:
+        """Options stored in a model are re-applied; a conflicting command-line value is an error."""
+        stored = parse_argv(model.options)
+        merged = options.as_dict()
+        given = set(options.given)
+        for name in stored.given:
+            value = getattr(stored, name)
+            if name in options.given and getattr(options, name) != value:
+                flag = "--" + name
+                raise OptionError(f"{options.initial_regressor}: the model was trained with "
+                                  f"{flag} {value!r}; the command line says {getattr(options, name)!r}")
+            merged[name] = value
+            given.add(name)
+        return Options(merged, given)
+
+    def _configure(self) -> None:
+        o = self.options
+        if not 1 <= o.bit_precision <= 32:
+            raise OptionError(f"option '--bit_precision': {o.bit_precision} is out of range 1..32")
+        if o.passes < 1:
+            raise OptionError(f"option '--passes': {o.passes} must be at least 1")
+        if o.holdout_period < 1:
+            raise OptionError(f"option '--holdout_period': {o.holdout_period} must be at least 1")
+        self.bits = o.bit_precision
+        self.mask = (1 << self.bits) - 1
+        self.loss_name = o.loss_function
+        self.loss = LOSS_CODES[self.loss_name]
+        chosen = {name for name in ("sgd", "adaptive", "normalized", "invariant") if name in o.given}
+        if chosen:
+            self.adaptive = bool(o.adaptive)
+            self.normalized = bool(o.normalized)
+            self.invariant = bool(o.invariant)
+        else:
+            self.adaptive = self.normalized = self.invariant = True
+        eta = o.learning_rate
+        initial_t = o.initial_t
+        if not (self.adaptive and self.normalized) and "learning_rate" not in o.given:
+            eta = 10.0
+        if not self.adaptive and not self.normalized:
+            if "initial_t" not in o.given:
+                initial_t = 1.0
+            eta *= initial_t ** o.power_t
+        self.eta = eta
+        self.stride = 4 if (self.adaptive or self.normalized) else 1
+        self.interactions = interactions_mod.setup(o)
+        self.ignore = interactions_mod.namespace_mask(o)
+        self.hash_all = o.hash == "all"
+        self.training = not o.testonly
+        if self.model is not None:
+            self._restore(self.model)
+        else:
+            self.weights = np.zeros((1 << self.bits, self.stride), dtype=np.float32)
+            if self.adaptive and initial_t > 0:
+                self.weights[:, gd.G] = initial_t
+            if not o.noconstant and o.constant:
+                self.weights[CONSTANT_HASH & self.mask, gd.W] = o.constant
+            self.state = np.zeros(gd.STATE_SIZE, dtype=np.float64)
+            self.state[gd.T_SUM] = initial_t
+            if self.normalized and initial_t > 0:
+                self.state[gd.NORM_S] = self.state[gd.NORM_T] = initial_t
+            if self.loss == LOGISTIC:
+                self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
+        self.initial_t_shown = float(self.state[gd.T_SUM]) if self.model is not None else initial_t
+        fixed = o.min_prediction is not None or o.max_prediction is not None
+        if o.min_prediction is not None:
+            self.state[gd.MIN_LABEL] = o.min_prediction
+        if o.max_prediction is not None:
+            self.state[gd.MAX_LABEL] = o.max_prediction
+        self.params = np.zeros(gd.PARAM_SIZE, dtype=np.float64)
+        self.params[gd.P_ETA] = self.eta
+        self.params[gd.P_POWER_T] = o.power_t
+        self.params[gd.P_LOSS] = self.loss
+        self.params[gd.P_ADAPTIVE] = self.adaptive
+        self.params[gd.P_NORMALIZED] = self.normalized
+        self.params[gd.P_INVARIANT] = self.invariant
+        self.params[gd.P_TRAINING] = self.training
+        self.params[gd.P_CONSTANT] = not o.noconstant
+        self.params[gd.P_FIXED_RANGE] = fixed
+        self.nan_predictions = 0
+        self.skipped = 0
+        self.label_warnings = 0
+
+    def _restore(self, model: ModelData) -> None:
+        state = model.state
+        if state.get("stride") != self.stride and self.training and not state.get("predict_only"):
+            self._log(f"[info] {self.options.initial_regressor} was trained with other update "
+                      "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
+                      "not used")
+        self.weights = np.zeros((1 << self.bits, self.stride), dtype=np.float32)
+        rows = model.arrays["rows"].astype(np.int64)
+        values = model.arrays["values"]
+        if rows.size and rows.max() > self.mask:
+            raise ModelError(f"{self.options.initial_regressor}: weight index out of range "
+                             f"for -b {self.bits} (corrupt model)")
+        columns = min(values.shape[1], self.stride if self.stride == 1 else 3)
+        if state.get("stride") != self.stride:
+            columns = 1
+        self.weights[rows, :columns] = values[:, :columns]
+        self.state = np.asarray(state["learner"], dtype=np.float64).copy()
+        if "power_t" in state and "power_t" not in self.options.given:
+            self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
+        if self.state.shape[0] != gd.STATE_SIZE:
+            raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
+
+    # ------------------------------------------------------------------ parsing
+    def parse(self, lines: str | bytes | Iterable[str | bytes], *, record_spans: bool = False,
+              source: str = "<input>") -> ParsedBatch:
+        """Parse VW text lines (one string, or an iterable of lines) into a batch."""
+        if isinstance(lines, (str, bytes)):
+            lines = [lines]
+        data = b"\n".join(line.encode("utf-8") if isinstance(line, str) else line for line in lines)
+        buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
+        bounds, _ = split_lines(buf, final=True)
+        if not data:
+            bounds = np.zeros((1, 2), np.int64)
+        return self._parse_chunk(buf, bounds, 1, source, record_spans)
+
+    def _parse_chunk(self, buf, bounds, first_line, source, record_spans=False) -> ParsedBatch:
+        return parse_buffer(buf, bounds, hash_seed=self.options.hash_seed, hash_all=self.hash_all,
+                            record_spans=record_spans, first_line=first_line, source=source)
+
+    # ------------------------------------------------------------------ example checks
+    def _log(self, text: str) -> None:
+        if not self.quiet:
+            self.stdout.write(text + "\n")
+
+    def _valid_rows(self, batch: ParsedBatch) -> np.ndarray:
+        """Rows to learn from; malformed rows are reported (or fatal with --strict_parse)."""
+        status = batch.ex_int[:, STATUS]
+        bad = np.flatnonzero(status == MALFORMED)
+        for row in bad:
+            message = describe_error(batch, int(row))
+            if self.options.strict_parse:
+                raise ParseError(message)
+            self._log(f"[warning] {message}; example skipped")
+        self.skipped += bad.size
+        rows = np.flatnonzero(status == OK)
+        if self.loss in (LOGISTIC, HINGE) and rows.size:
+            labelled = batch.ex_int[rows, NLABEL] > 0
+            labels = batch.ex_float[rows, LABEL]
+            odd = labelled & (labels != 1.0) & (labels != -1.0)
+            if odd.any():
+                keep = np.ones(rows.size, dtype=bool)
+                for k in np.flatnonzero(odd):
+                    row = int(rows[k])
+                    where = f"{batch.source}:{batch.first_line + row}"
+                    text = f"label {labels[k]:g} is not -1 or 1 as the {self.loss_name} loss expects"
+                    if self.loss == LOGISTIC:
+                        if self.options.strict_parse:
+                            raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
+                        self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
+                                  "example skipped")
+                        keep[k] = False
+                    else:
+                        self._log(f"[warning] {where}: {text}")
+                        self.label_warnings += 1
+                self.skipped += int((~keep).sum())
+                rows = rows[keep]
+        return rows
+
+    # ------------------------------------------------------------------ learning
+    def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
+                    training: bool):
+        n = rows.shape[0]
+        pred = np.empty(n)
+        raw = np.empty(n)
+        loss = np.empty(n)
+        nfeat = np.empty(n, dtype=np.int64)
+        self.params[gd.P_TRAINING] = training
+        announce_compile(gd.learn_batch)
+        self.nan_predictions += gd.learn_batch(
+            rows, holdout, batch.ex_int, batch.ex_float, batch.seg, batch.feat_hash,
+            batch.feat_value, self.weights, self.state, self.params, self.mask, self.ignore,
+            self.interactions.array, self.interactions.width, pred, raw, loss, nfeat)
+        return pred, raw, loss, nfeat
+
+    def _as_batch(self, examples) -> ParsedBatch:
+        return examples if isinstance(examples, ParsedBatch) else self.parse(examples)
+
+    def learn(self, examples) -> np.ndarray:
+        """Learn from VW lines (a string, a list of strings) or a parsed batch, in order.
+
+        Returns the progressive predictions (each made before its own update).
+        """
+        batch = self._as_batch(examples)
+        rows = self._valid_rows(batch)
+        pred, _, _, _ = self._run_kernel(batch, rows, np.zeros(rows.size, np.uint8), self.training)
+        return pred
+
+    def predict(self, examples) -> np.ndarray:
+        """Predictions for VW lines or a parsed batch; the model is not changed."""
+        batch = self._as_batch(examples)
+        rows = self._valid_rows(batch)
+        saved_state = self.state.copy()
+        pred, _, _, _ = self._run_kernel(batch, rows, np.ones(rows.size, np.uint8), False)
+        self.state[:] = saved_state
+        return pred
+
+    # ------------------------------------------------------------------ persistence
+    def model_data(self, predict_only: bool | None = None) -> ModelData:
+        predict_only = self.options.predict_only_model if predict_only is None else predict_only
+        columns = 1 if predict_only else self.stride
+        nonzero = np.flatnonzero(np.any(self.weights[:, :3 if self.stride > 1 else 1] != 0, axis=1))
+        values = self.weights[nonzero, :columns]
+        if self.stride > 1 and not predict_only:
+            values = values[:, :3]
+        state = {"learner": self.state.tolist() if not predict_only
+                 else [0.0, 0.0, 0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL])],
+                 "stride": self.stride, "predict_only": bool(predict_only)}
+        if not predict_only:
+            state["power_t"] = self.options.power_t
+        return ModelData(options=self.options.kept_argv(), state=state,
+                         arrays={"rows": nonzero.astype(np.uint32), "values": values})
+
+    def save(self, path: str, predict_only: bool | None = None) -> None:
+        """Write the model to ``path`` atomically."""
+        save_model(path, self.model_data(predict_only), __version__)
+
+    def write_readable_model(self, path: str) -> None:
+        predict_only = self.options.predict_only_model
+        resume = None if predict_only else [
+            f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_S]:g}",
+            f"total_weight {self.state[gd.NORM_T]:g}"]
+        nonzero = np.flatnonzero(self.weights[:, gd.W] != 0)
+        body = "".join(self._weight_text(str(slot), int(slot), predict_only) for slot in nonzero)
+        self._write_text_model(path, body, resume)
+
+    def _write_text_model(self, path: str, body: str, resume: list[str] | None) -> None:
+        """VW's text header (checksum = CRC-32 of the body) followed by ``body``."""
+        header = text_header(__version__, self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL],
+                             self.bits, self.options.kept_argv(), zlib.crc32(body.encode()), resume)
+        with atomic_write(path, binary=False) as handle:
+            handle.write(header + body)
+
+    def _weight_text(self, name: str, slot: int, predict_only: bool) -> str:
+        row = self.weights[slot]
+        if predict_only or self.stride == 1:
+            return f"{name}:{row[gd.W]:g}\n"
+        return f"{name}:{row[gd.W]:g} {row[gd.G]:g} {row[gd.N]:g}\n"
+
+    # ------------------------------------------------------------------ names (audit, invert_hash)
+    def feature_names(self, batch: ParsedBatch, row: int):
+        """(name, slot, value) of every flattened feature of one example, VW's audit names."""
+        from .io.vw_text import F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_BYTE, \
+            SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START, SEG_END
+        capacity = 64
+        while True:
+            slots = np.empty(capacity, np.int64)
+            values = np.empty(capacity, np.float64)
+            origins = np.empty((capacity, 3), np.int64)
+            n = gd.gather_features(row, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
+                                   self.mask, self.ignore, not self.options.noconstant,
+                                   self.interactions.array, self.interactions.width, slots,
+                                   values, origins, True)
+            if n >= 0:
+                break
+            capacity = -n
+        namespace_of = {}
+        for s in range(batch.ex_int[row, SEG_START], batch.ex_int[row, SEG_END]):
+            ns = bytes(batch.buf[batch.seg[s, SEG_NAME_START]:batch.seg[s, SEG_NAME_END]]).decode(
+                "utf-8", "replace")
+            for j in range(batch.seg[s, SEG_FSTART], batch.seg[s, SEG_FEND]):
+                namespace_of[j] = ns
+
+        def name(j: int) -> str:
+            if j == -1:
+                return "Constant"
+            span = batch.feat_span[j]
+            text = bytes(batch.buf[span[F_NAME_START]:span[F_NAME_END]]).decode("utf-8", "replace")
+            if span[F_SVAL_START] >= 0:
+                text += "^" + bytes(batch.buf[span[F_SVAL_START]:span[F_SVAL_END]]).decode(
+                    "utf-8", "replace")
+            ns = namespace_of[j]
+            return f"{ns}^{text}" if ns else text
+
+        result = []
+        for k in range(n):
+            parts = [name(int(j)) for j in origins[k] if j != -2]
+            result.append(("*".join(parts), int(slots[k]), float(values[k])))
+        return result
+
+    def _audit_text(self, batch: ParsedBatch, row: int, prediction: float) -> str:
+        entries = []
+        for name, slot, value in self.feature_names(batch, row):
+            weight = float(self.weights[slot, gd.W])
+            text = f"{name}:{slot}:{value:g}:{weight:g}"
+            if self.adaptive:
+                text += f"@{float(self.weights[slot, gd.G]):g}"
+            entries.append((abs(value * weight), text))
+        entries.sort(key=lambda item: -item[0])
+        tag = self._tag(batch, row)
+        return (format_prediction(prediction) + (f" {tag}" if tag else "") + "\n\t"
+                + "\t".join(text for _, text in entries) + "\n")
+
+    @staticmethod
+    def _tag(batch: ParsedBatch, row: int) -> str:
+        start = batch.ex_int[row, TAG_START]
+        if start < 0:
+            return ""
+        return bytes(batch.buf[start:batch.ex_int[row, TAG_END]]).decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------ the driver
+    def run(self) -> int:
+        """Run the VW-style job the options describe (what the ``pyvw-lite`` command does)."""
+        from .driver import Driver
+        return Driver(self).run()
