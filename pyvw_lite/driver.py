@@ -90,8 +90,8 @@ class Driver:
 
     # ------------------------------------------------------------------ batches
     def _text_batches(self, source: LineChunks, record_spans: bool) -> Iterator[ParsedBatch]:
-        for buf, bounds, first_line in source:
-            yield self.ws._parse_chunk(buf, bounds, first_line, source.name, record_spans)
+        for buf, starts, ends, first_line in source:
+            yield self.ws._parse_chunk(buf, starts, ends, first_line, source.name, record_spans)
 
     def _holdout_flags(self, count: int) -> np.ndarray:
         position = self.pass_position + np.arange(1, count + 1)

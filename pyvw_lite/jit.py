@@ -54,6 +54,32 @@ def kernel(function=None, **options):
     return decorate
 
 
+class _NoScipyLinalg:
+    """Import hook that hides scipy.linalg while numba probes it for BLAS.
+
+    numba's first compilation or cache load imports ``numba.np.arraymath``, which imports
+    ``scipy.linalg`` (0.25 s) only to learn whether ``np.dot`` can use BLAS; our kernels never
+    do.  The command line (a process that runs only our kernels) skips that probe.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy.linalg" or name.startswith("scipy.linalg."):
+            raise ImportError("scipy.linalg hidden from numba's BLAS probe")
+        return None
+
+
+def skip_blas_probe() -> None:
+    """For the command line only: load numba's array registry without importing scipy."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    hook = _NoScipyLinalg()
+    sys.meta_path.insert(0, hook)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        sys.meta_path.remove(hook)
+
+
 _announced = False
 
 

@@ -162,6 +162,7 @@ class Workspace:
         self.params[gd.P_CONSTANT] = not o.noconstant
         self.params[gd.P_FIXED_RANGE] = fixed
         self.nan_predictions = 0
+        self._scratch = None
         self.skipped = 0
         self.label_warnings = 0
 
@@ -195,14 +196,15 @@ class Workspace:
             lines = [lines]
         data = b"\n".join(line.encode("utf-8") if isinstance(line, str) else line for line in lines)
         buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
-        bounds, _ = split_lines(buf, final=True)
+        starts, ends, _ = split_lines(buf, final=True)
         if not data:
-            bounds = np.zeros((1, 2), np.int64)
-        return self._parse_chunk(buf, bounds, 1, source, record_spans)
+            starts = ends = np.zeros(1, np.int64)
+        return self._parse_chunk(buf, starts, ends, 1, source, record_spans)
 
-    def _parse_chunk(self, buf, bounds, first_line, source, record_spans=False) -> ParsedBatch:
-        return parse_buffer(buf, bounds, hash_seed=self.options.hash_seed, hash_all=self.hash_all,
-                            record_spans=record_spans, first_line=first_line, source=source)
+    def _parse_chunk(self, buf, starts, ends, first_line, source, record_spans=False) -> ParsedBatch:
+        return parse_buffer(buf, starts, ends, hash_seed=self.options.hash_seed,
+                            hash_all=self.hash_all, record_spans=record_spans,
+                            first_line=first_line, source=source)
 
     # ------------------------------------------------------------------ example checks
     def _log(self, text: str) -> None:
@@ -244,6 +246,29 @@ class Workspace:
         return rows
 
     # ------------------------------------------------------------------ learning
+    def expand(self, batch: ParsedBatch, rows: np.ndarray, record_origin: bool = False):
+        """Flatten examples to CSR ``(starts, slots, values[, origins])`` in chunks that fit."""
+        capacity = max(1 << 16, 2 * int(batch.feat_hash.size) + 2 * rows.size)
+        done = 0
+        while done < rows.size:
+            part = rows[done:]
+            starts = np.empty(part.size + 1, np.int64)
+            if self._scratch is None or self._scratch[0].size < capacity:
+                # reused across batches: the output is consumed before the next call
+                self._scratch = (np.empty(capacity, np.int64), np.empty(capacity, np.float64))
+            slots, values = self._scratch
+            origins = np.empty((capacity if record_origin else 1, 3), np.int64)
+            count = gd.expand_features(part, batch.ex_int, batch.seg, batch.feat_hash,
+                                       batch.feat_value, self.mask, self.ignore,
+                                       not self.options.noconstant, self.interactions.array,
+                                       self.interactions.width, starts, slots, values, origins,
+                                       record_origin)
+            if count <= 0:
+                capacity = 4 * slots.size
+                continue
+            yield done, count, starts[:count + 1], slots, values, origins
+            done += count
+
     def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
                     training: bool):
         n = rows.shape[0]
@@ -252,11 +277,18 @@ class Workspace:
         loss = np.empty(n)
         nfeat = np.empty(n, dtype=np.int64)
         self.params[gd.P_TRAINING] = training
-        announce_compile(gd.learn_batch)
-        self.nan_predictions += gd.learn_batch(
-            rows, holdout, batch.ex_int, batch.ex_float, batch.seg, batch.feat_hash,
-            batch.feat_value, self.weights, self.state, self.params, self.mask, self.ignore,
-            self.interactions.array, self.interactions.width, pred, raw, loss, nfeat)
+        announce_compile(gd.expand_features, gd.learn_examples)
+        labels = batch.ex_float[rows, LABEL]
+        importances = batch.ex_float[rows, WEIGHT]
+        initials = batch.ex_float[rows, INITIAL]
+        labelled = (batch.ex_int[rows, NLABEL] > 0).astype(np.uint8)
+        for first, count, starts, slots, values, _ in self.expand(batch, rows):
+            part = slice(first, first + count)
+            nfeat[part] = np.diff(starts)
+            self.nan_predictions += gd.learn_examples(
+                starts, slots, values, labels[part], importances[part], initials[part],
+                labelled[part], holdout[part], self.weights, self.state, self.params,
+                pred[part], raw[part], loss[part])
         return pred, raw, loss, nfeat
 
     def _as_batch(self, examples) -> ParsedBatch:
@@ -328,18 +360,8 @@ class Workspace:
         """(name, slot, value) of every flattened feature of one example, VW's audit names."""
         from .io.vw_text import F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_BYTE, \
             SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START, SEG_END
-        capacity = 64
-        while True:
-            slots = np.empty(capacity, np.int64)
-            values = np.empty(capacity, np.float64)
-            origins = np.empty((capacity, 3), np.int64)
-            n = gd.gather_features(row, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
-                                   self.mask, self.ignore, not self.options.noconstant,
-                                   self.interactions.array, self.interactions.width, slots,
-                                   values, origins, True)
-            if n >= 0:
-                break
-            capacity = -n
+        _, n, starts, slots, values, origins = next(self.expand(batch, np.array([row]), True))
+        n = int(starts[1])
         namespace_of = {}
         for s in range(batch.ex_int[row, SEG_START], batch.ex_int[row, SEG_END]):
             ns = bytes(batch.buf[batch.seg[s, SEG_NAME_START]:batch.seg[s, SEG_NAME_END]]).decode(

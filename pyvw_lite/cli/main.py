@@ -43,6 +43,8 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def run_vw(argv: list[str]) -> int:
+    from ..jit import skip_blas_probe
+    skip_blas_probe()
     from ..io.model_io import ModelError
     from ..workspace import ParseError, Workspace
     try:

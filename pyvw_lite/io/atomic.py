@@ -30,6 +30,9 @@ def atomic_write(path: str, binary: bool = True):
         return
     directory = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", dir=directory)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a normal file respects the umask
     try:
         with os.fdopen(fd, "wb" if binary else "w") as handle:
             yield handle

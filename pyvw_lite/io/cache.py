@@ -1,9 +1,23 @@
 """Binary cache of parsed examples (``-c``, ``--cache_file``, ``-k``).
 
-A cache holds the parser's output, block by block, as raw arrays: later passes (and later runs)
-skip tokenising and hashing entirely.  Hashes are stored unmasked, so one cache serves every
-``-b``; the header records what the hashes depend on (seed, ``--hash`` mode, label parsing) and
+A cache holds the parser's output block by block in a compact columnar form: later passes (and
+later runs) skip tokenising and hashing entirely.  Hashes are stored unmasked, so one cache
+serves every ``-b``; the header records what the hashes depend on (seed, ``--hash`` mode) and
 the source file's size and time, and a cache that does not match is rebuilt.
+
+Block layout (little-endian), columns that hold only their default are left out::
+
+    header   int64 × 4: rows, segments, features, flags
+    label    float32[rows]          label value (0 when unlabelled)
+    nlabel   uint8[rows]            number of label tokens (0 = unlabelled)
+    weight   float32[rows]          if FLAG_WEIGHT (some importance ≠ 1)
+    initial  float32[rows]          if FLAG_INITIAL (some initial ≠ 0)
+    nseg     uint8|uint16|uint32[rows]       namespace groups per example
+    byte     uint8[segments]        namespace letter
+    nfeat    uint8|uint16|uint32[segments]   features per segment
+    hash     uint32[features]
+    value    float32[features]      if FLAG_VALUE (some value ≠ 1)
+    taglen   uint32[rows], tag bytes          if FLAG_TAG
 """
 from __future__ import annotations
 
@@ -15,12 +29,22 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from .atomic import atomic_write
-from .vw_text import (EX_INT_COLUMNS, LAB_END, LAB_START, SEG_NAME_END, SEG_NAME_START, TAG_END,
-                      TAG_START, ParsedBatch)
+from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_END, LAB_START,
+                      NLABEL, OK, SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART,
+                      SEG_NAME_END, SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
+                      ParsedBatch)
 
 MAGIC = b"PYVW-LITE CACHE\n"
-FORMAT = 1
-_BLOCK = struct.Struct("<qqqq")  # rows, segments, features, text bytes
+FORMAT = 2
+_BLOCK = struct.Struct("<qqqq")
+FLAG_WEIGHT, FLAG_INITIAL, FLAG_VALUE, FLAG_TAG = 1, 2, 4, 8
+_COUNT_DTYPES = ("<u1", "<u2", "<u4")
+FLAG_COUNT_SHIFT = 4  # bits 4-5: nseg dtype, bits 6-7: nfeat dtype
+
+
+def _count_dtype(counts: np.ndarray) -> int:
+    top = int(counts.max()) if counts.size else 0
+    return 0 if top < 1 << 8 else (1 if top < 1 << 16 else 2)
 
 
 def gather_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
@@ -39,7 +63,7 @@ def source_signature(path: str | None) -> dict:
 
 
 class CacheWriter:
-    """Writes parsed batches (examples only) to a cache file, atomically on close."""
+    """Writes parsed batches (their examples) to a cache file, atomically on close."""
 
     def __init__(self, path: str, settings: dict):
         self._context = atomic_write(path)
@@ -47,39 +71,46 @@ class CacheWriter:
         header = json.dumps({"format": FORMAT, **settings}, sort_keys=True).encode("utf-8")
         self._handle.write(MAGIC + struct.pack("<I", len(header)) + header)
 
-    def write(self, batch: ParsedBatch, rows: np.ndarray, keep_label_text: bool = False) -> None:
-        """Cache the example ``rows`` of a batch.  Their features stay in the batch's arrays,
-        which are stored whole (the parser already dropped those of malformed lines)."""
+    def write(self, batch: ParsedBatch, rows: np.ndarray) -> None:
+        """Cache the example ``rows`` of a batch, in order."""
         if rows.size == 0:
             return
-        ex_int = batch.ex_int[rows].copy()
-        pieces = []
-        cursor = 0
-        spans = [(TAG_START, TAG_END)] + ([(LAB_START, LAB_END)] if keep_label_text else [])
-        for col_start, col_end in spans:
-            present = ex_int[:, col_start] >= 0
-            starts = ex_int[present, col_start]
-            ends = ex_int[present, col_end]
-            blob, new_starts = gather_spans(batch.buf, starts, ends)
-            ex_int[present, col_start] = new_starts + cursor
-            ex_int[present, col_end] = new_starts + cursor + (ends - starts)
-            pieces.append(blob)
-            cursor += blob.size
-        if not keep_label_text:
-            ex_int[:, LAB_START] = -1
-            ex_int[:, LAB_END] = -1
-        text = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
-        seg = batch.seg.copy()
-        seg[:, SEG_NAME_START] = -1
-        seg[:, SEG_NAME_END] = -1
-        handle = self._handle
-        handle.write(_BLOCK.pack(rows.size, seg.shape[0], batch.feat_hash.size, text.size))
-        handle.write(np.ascontiguousarray(ex_int, dtype="<i8").tobytes())
-        handle.write(np.ascontiguousarray(batch.ex_float[rows], dtype="<f8").tobytes())
-        handle.write(np.ascontiguousarray(seg, dtype="<i8").tobytes())
-        handle.write(np.ascontiguousarray(batch.feat_hash, dtype="<u4").tobytes())
-        handle.write(np.ascontiguousarray(batch.feat_value, dtype="<f4").tobytes())
-        handle.write(text.tobytes())
+        ex = batch.ex_int[rows]
+        seg_index = _ranges(ex[:, SEG_START], ex[:, SEG_END])
+        seg = batch.seg[seg_index]
+        feat_index = _ranges(seg[:, SEG_FSTART], seg[:, SEG_FEND])
+        nseg = (ex[:, SEG_END] - ex[:, SEG_START]).astype(np.int64)
+        nfeat = (seg[:, SEG_FEND] - seg[:, SEG_FSTART]).astype(np.int64)
+        weight = batch.ex_float[rows, WEIGHT]
+        initial = batch.ex_float[rows, INITIAL]
+        values = batch.feat_value[feat_index]
+        has_tag = ex[:, TAG_START] >= 0
+        flags = ((FLAG_WEIGHT if np.any(weight != 1.0) else 0)
+                 | (FLAG_INITIAL if np.any(initial != 0.0) else 0)
+                 | (FLAG_VALUE if np.any(values != 1.0) else 0)
+                 | (FLAG_TAG if has_tag.any() else 0))
+        seg_code, feat_code = _count_dtype(nseg), _count_dtype(nfeat)
+        flags |= (seg_code << FLAG_COUNT_SHIFT) | (feat_code << (FLAG_COUNT_SHIFT + 2))
+        out = [_BLOCK.pack(rows.size, seg.shape[0], feat_index.size, flags),
+               batch.ex_float[rows, LABEL].astype("<f4").tobytes(),
+               ex[:, NLABEL].astype("<u1").tobytes()]
+        if flags & FLAG_WEIGHT:
+            out.append(weight.astype("<f4").tobytes())
+        if flags & FLAG_INITIAL:
+            out.append(initial.astype("<f4").tobytes())
+        out.append(nseg.astype(_COUNT_DTYPES[seg_code]).tobytes())
+        out.append(seg[:, SEG_BYTE].astype("<u1").tobytes())
+        out.append(nfeat.astype(_COUNT_DTYPES[feat_code]).tobytes())
+        out.append(batch.feat_hash[feat_index].astype("<u4").tobytes())
+        if flags & FLAG_VALUE:
+            out.append(values.astype("<f4").tobytes())
+        if flags & FLAG_TAG:
+            lengths = np.where(has_tag, ex[:, TAG_END] - ex[:, TAG_START], 0)
+            blob, _ = gather_spans(batch.buf, ex[has_tag, TAG_START].astype(np.int64),
+                                   ex[has_tag, TAG_END].astype(np.int64))
+            out.append(np.where(has_tag, lengths, -1).astype("<i4").tobytes())
+            out.append(struct.pack("<q", blob.size) + blob.tobytes())
+        self._handle.write(b"".join(out))
 
     def close(self) -> None:
         self._context.__exit__(None, None, None)
@@ -89,6 +120,14 @@ class CacheWriter:
             self._context.__exit__(RuntimeError, RuntimeError("aborted"), None)
         except RuntimeError:
             pass
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, e)`` for every pair (vectorised)."""
+    starts = starts.astype(np.int64)
+    lengths = ends.astype(np.int64) - starts
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))
 
 
 def read_settings(path: str) -> dict | None:
@@ -122,18 +161,57 @@ class CacheReader:
                     break
                 if len(head) != _BLOCK.size:
                     raise ValueError(f"{self.path}: truncated cache file; rebuild it with -k")
-                n_rows, n_seg, n_feat, n_text = _BLOCK.unpack(head)
-                ex_int = _read(handle, "<i8", n_rows * EX_INT_COLUMNS, self.path).reshape(n_rows, EX_INT_COLUMNS)
-                ex_float = _read(handle, "<f8", n_rows * 3, self.path).reshape(n_rows, 3)
-                seg = _read(handle, "<i8", n_seg * 5, self.path).reshape(n_seg, 5)
-                feat_hash = _read(handle, "<u4", n_feat, self.path)
-                feat_value = _read(handle, "<f4", n_feat, self.path)
-                text = _read(handle, "u1", n_text, self.path)
+                yield self._block(handle, *_BLOCK.unpack(head))
                 self.bytes_read = handle.tell()
-                yield ParsedBatch(buf=text, ex_int=ex_int, ex_float=ex_float, seg=seg,
-                                  feat_hash=feat_hash, feat_value=feat_value, feat_span=None,
-                                  first_line=0, source=self.path,
-                                  line_bounds=np.zeros((n_rows, 2), np.int64))
+
+    def _block(self, handle: BinaryIO, n: int, n_seg: int, n_feat: int, flags: int) -> ParsedBatch:
+        read = lambda dtype, count: _read(handle, dtype, count, self.path)  # noqa: E731
+        ex_float = np.zeros((n, 3), dtype=np.float64)
+        ex_float[:, LABEL] = read("<f4", n)
+        nlabel = read("<u1", n)
+        ex_float[:, WEIGHT] = read("<f4", n) if flags & FLAG_WEIGHT else 1.0
+        if flags & FLAG_INITIAL:
+            ex_float[:, INITIAL] = read("<f4", n)
+        nseg = read(_COUNT_DTYPES[(flags >> FLAG_COUNT_SHIFT) & 3], n).astype(np.int64)
+        seg_byte = read("<u1", n_seg)
+        nfeat = read(_COUNT_DTYPES[(flags >> (FLAG_COUNT_SHIFT + 2)) & 3], n_seg).astype(np.int64)
+        feat_hash = read("<u4", n_feat)
+        feat_value = read("<f4", n_feat) if flags & FLAG_VALUE else np.ones(n_feat, np.float32)
+        seg = np.empty((n_seg, SEG_COLUMNS), dtype=np.int32)
+        seg[:, SEG_BYTE] = seg_byte
+        seg[:, SEG_NAME_START] = -1
+        seg[:, SEG_NAME_END] = -1
+        seg_end = np.cumsum(nfeat)
+        seg[:, SEG_FSTART] = seg_end - nfeat
+        seg[:, SEG_FEND] = seg_end
+        ex_int = np.zeros((n, EX_INT_COLUMNS), dtype=np.int32)
+        ex_int[:, STATUS] = OK
+        ex_int[:, NLABEL] = nlabel
+        ex_seg_end = np.cumsum(nseg)
+        ex_int[:, SEG_START] = ex_seg_end - nseg
+        ex_int[:, SEG_END] = ex_seg_end
+        feat_bounds = np.concatenate([[0], seg_end])
+        ex_int[:, FEAT_START] = feat_bounds[ex_seg_end - nseg]
+        ex_int[:, FEAT_END] = feat_bounds[ex_seg_end]
+        ex_int[:, LAB_START] = -1
+        ex_int[:, LAB_END] = -1
+        text = np.zeros(0, np.uint8)
+        if flags & FLAG_TAG:
+            lengths = read("<i4", n).astype(np.int64)
+            (blob_size,) = struct.unpack("<q", handle.read(8))
+            text = read("u1", blob_size)
+            present = lengths >= 0
+            sizes = np.where(present, lengths, 0)
+            ends = np.cumsum(sizes)
+            ex_int[:, TAG_START] = np.where(present, ends - sizes, -1)
+            ex_int[:, TAG_END] = np.where(present, ends, -1)
+        else:
+            ex_int[:, TAG_START] = -1
+            ex_int[:, TAG_END] = -1
+        zeros = np.zeros(n, np.int64)
+        return ParsedBatch(buf=text, ex_int=ex_int, ex_float=ex_float, seg=seg,
+                           feat_hash=feat_hash, feat_value=feat_value, feat_span=None,
+                           first_line=0, source=self.path, line_starts=zeros, line_ends=zeros)
 
 
 def _read(handle: BinaryIO, dtype: str, count: int, path: str) -> np.ndarray:

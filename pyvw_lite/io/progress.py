@@ -134,97 +134,100 @@ class ProgressTable:
             self.header_printed = True
 
     def _observe_labels(self, labels: np.ndarray) -> None:
-        if self.more_than_two_labels or labels.size == 0:
-            return
-        for value in np.unique(labels)[:3] if labels.size > 64 else labels:
-            value = float(value)
+        """Track the first two distinct training labels (VW's best-constant bookkeeping)."""
+        while not self.more_than_two_labels and labels.size:
+            other = labels[(labels != self.first_label) & (labels != self.second_label)]
+            if other.size == 0:
+                return
+            value = float(other[0])
             if self.first_label == FLT_MAX:
                 self.first_label = value
-            elif value != self.first_label and self.second_label == FLT_MAX:
+            elif self.second_label == FLT_MAX:
                 self.second_label = value
-            elif value != self.first_label and value != self.second_label:
+            else:
                 self.more_than_two_labels = True
-                return
+            labels = other
 
     def account(self, *, weight: np.ndarray, loss: np.ndarray, labelled: np.ndarray,
                 holdout: np.ndarray, label: np.ndarray, features: np.ndarray,
                 label_text: Callable[[int], str], prediction_text: Callable[[int], str]) -> None:
-        """Account a batch of examples in order; print the rows that fall due."""
+        """Account a batch of examples in order; print the rows that fall due.
+
+        Sums run over the stretches between printed rows, so a batch costs a few vector
+        passes however many rows it prints.
+        """
         n = weight.shape[0]
         if n == 0:
             return
-        train = ~holdout
-        labelled_train = labelled & train
-        labelled_holdout = labelled & holdout
-        w_lab = np.where(labelled_train, weight, 0.0)
-        w_unlab = np.where(train & ~labelled, weight, 0.0)
-        loss_train = np.where(labelled_train, loss, 0.0)
-        w_hold = np.where(labelled_holdout, weight, 0.0)
-        loss_hold = np.where(labelled_holdout, loss, 0.0)
-        c_lab = np.cumsum(w_lab)
-        c_unlab = np.cumsum(w_unlab)
-        c_loss = np.cumsum(loss_train)
-        c_hold_w = np.cumsum(w_hold)
-        c_hold_loss = np.cumsum(loss_hold)
-        c_examples = np.cumsum(train)
-        c_features = np.cumsum(np.where(train, features, 0))
-        weighted_after = self.weighted_examples + c_lab + c_unlab
+        any_holdout = bool(holdout.any())
+        train = ~holdout if any_holdout else np.ones(n, dtype=bool)
+        labelled_train = labelled & train if any_holdout else labelled
+        labelled_holdout = labelled & holdout if any_holdout else None
+        train_weight = np.where(train, weight, 0.0) if any_holdout else weight
+        weighted_after = np.cumsum(train_weight) + self.weighted_examples
         self._observe_labels(label[labelled_train])
-        base = dict(lab=self.weighted_labeled, unlab=self.weighted_unlabeled, loss=self.sum_loss,
-                    hw=self.holdout_weight, hl=self.holdout_loss, ex=self.example_number)
-        last_i = -1
         start = 0
-        while self.out is not None:
-            candidates = np.flatnonzero(train[start:] & (weighted_after[start:] >= self.dump_interval))
-            if candidates.size == 0:
+        while True:
+            due = np.flatnonzero(weighted_after[start:] >= self.dump_interval) \
+                if self.out is not None else np.zeros(0, np.int64)
+            if due.size and any_holdout:
+                due = due[train[start + due]]
+            stop = start + int(due[0]) + 1 if due.size else n
+            part = slice(start, stop)
+            self._add(weight[part], loss[part], labelled[part], labelled_train[part],
+                      None if labelled_holdout is None else labelled_holdout[part], train[part],
+                      label[part], features[part])
+            if not due.size:
                 break
-            i = start + int(candidates[0])
-            lab_i = base["lab"] + c_lab[i]
-            loss_i = base["loss"] + c_loss[i]
-            since_loss = self.sum_loss_since_dump + c_loss[i] - (c_loss[last_i] if last_i >= 0 else 0.0)
-            hold_w_i = base["hw"] + c_hold_w[i]
-            hold_l_i = base["hl"] + c_hold_loss[i]
-            delta_hw = c_hold_w[i] - (c_hold_w[last_i] if last_i >= 0 else 0.0)
-            delta_hl = c_hold_loss[i] - (c_hold_loss[last_i] if last_i >= 0 else 0.0)
-            hw_since = self.holdout_weight_since_dump + delta_hw
-            hl_since = self.holdout_loss_since_dump + delta_hl
+            i = stop - 1
             holding_out = not self.holdout_off and self.current_pass >= 1
             if holding_out:
-                average = "unknown" if hold_l_i == 0.0 and hold_w_i == 0.0 else hold_l_i / hold_w_i
-                since = "unknown" if hl_since == 0.0 and hw_since == 0.0 else hl_since / hw_since
+                average = "unknown" if self.holdout_loss == 0.0 and self.holdout_weight == 0.0 \
+                    else self.holdout_loss / self.holdout_weight
+                since = "unknown" if self.holdout_loss_since_dump == 0.0 and \
+                    self.holdout_weight_since_dump == 0.0 \
+                    else self.holdout_loss_since_dump / self.holdout_weight_since_dump
                 self.holdout_weight_since_dump = 0.0
                 self.holdout_loss_since_dump = 0.0
             else:
-                average = loss_i / lab_i if lab_i > 0 else "n.a."
-                delta_lab = lab_i - self.old_weighted_labeled
-                since = since_loss / delta_lab if delta_lab > 0 else "n.a."
-                self.holdout_weight_since_dump = hw_since
-                self.holdout_loss_since_dump = hl_since
+                average = self.sum_loss / self.weighted_labeled if self.weighted_labeled > 0 \
+                    else "n.a."
+                delta = self.weighted_labeled - self.old_weighted_labeled
+                since = self.sum_loss_since_dump / delta if delta > 0 else "n.a."
             self.print_header()
-            self.write(format_row(average, since, base["ex"] + int(c_examples[i]),
-                                  float(weighted_after[i]), label_text(i), prediction_text(i),
-                                  int(features[i]), holding_out))
+            self.write(format_row(average, since, self.example_number, self.weighted_examples,
+                                  label_text(i), prediction_text(i), int(features[i]),
+                                  holding_out))
             self.sum_loss_since_dump = 0.0
-            self.old_weighted_labeled = lab_i
-            w_now = float(weighted_after[i])
-            self.dump_interval = w_now + self.progress_arg if self.progress_add \
-                else w_now * self.progress_arg
-            last_i = i
-            start = i + 1
-        tail_loss = c_loss[-1] - (c_loss[last_i] if last_i >= 0 else 0.0)
-        self.sum_loss_since_dump += tail_loss
-        self.holdout_weight_since_dump += c_hold_w[-1] - (c_hold_w[last_i] if last_i >= 0 else 0.0)
-        self.holdout_loss_since_dump += c_hold_loss[-1] - (c_hold_loss[last_i] if last_i >= 0 else 0.0)
-        self.weighted_labeled += c_lab[-1]
-        self.weighted_unlabeled += c_unlab[-1]
-        self.sum_loss += c_loss[-1]
-        self.holdout_weight += c_hold_w[-1]
-        self.holdout_loss += c_hold_loss[-1]
-        self.holdout_weight_pass += c_hold_w[-1]
-        self.holdout_loss_pass += c_hold_loss[-1]
-        self.example_number += int(c_examples[-1])
-        self.total_features += int(c_features[-1])
-        self.weighted_labels += float(np.dot(np.where(labelled_train, label, 0.0), weight))
+            self.old_weighted_labeled = self.weighted_labeled
+            now = self.weighted_examples
+            self.dump_interval = now + self.progress_arg if self.progress_add \
+                else now * self.progress_arg
+            start = stop
+            if start >= n:
+                break
+
+    def _add(self, weight, loss, labelled, labelled_train, labelled_holdout, train, label,
+             features) -> None:
+        """Add a stretch of examples to the running sums."""
+        lab_weight = float(np.dot(weight, labelled_train))
+        lab_loss = float(np.dot(loss, labelled_train))
+        self.weighted_labeled += lab_weight
+        self.weighted_unlabeled += float(np.dot(weight, train)) - lab_weight
+        self.sum_loss += lab_loss
+        self.sum_loss_since_dump += lab_loss
+        self.weighted_labels += float(np.dot(weight * label, labelled_train))
+        self.example_number += int(np.count_nonzero(train))
+        self.total_features += int(np.dot(features, train))
+        if labelled_holdout is not None:
+            hold_weight = float(np.dot(weight, labelled_holdout))
+            hold_loss = float(np.dot(loss, labelled_holdout))
+            self.holdout_weight += hold_weight
+            self.holdout_loss += hold_loss
+            self.holdout_weight_since_dump += hold_weight
+            self.holdout_loss_since_dump += hold_loss
+            self.holdout_weight_pass += hold_weight
+            self.holdout_loss_pass += hold_loss
 
     def end_pass(self) -> bool:
         """Close a pass; True when its holdout loss is the best so far (VW re-saves the model)."""

@@ -14,7 +14,7 @@ CHUNK_BYTES = 4 << 20
 
 
 class LineChunks:
-    """Iterate ``(buf, line_bounds, first_line)`` over a source, whole lines per chunk.
+    """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 
     ``bytes_read`` and ``total_bytes`` (None when unknown) feed the progress bar.
     """
@@ -41,7 +41,7 @@ class LineChunks:
             return gzip.open(self.path, "rb"), True
         return open(self.path, "rb", buffering=0), True
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
         handle, owned = self._open()
         try:
             carry = b""
@@ -55,10 +55,10 @@ class LineChunks:
                 if not data:
                     break
                 buf = np.frombuffer(data, dtype=np.uint8)
-                bounds, consumed = split_lines(buf, final)
-                if bounds.shape[0]:
-                    yield buf, bounds, line_no
-                    line_no += bounds.shape[0]
+                starts, ends, consumed = split_lines(buf, final)
+                if starts.shape[0]:
+                    yield buf, starts, ends, line_no
+                    line_no += starts.shape[0]
                 carry = bytes(data[consumed:]) if consumed < len(data) else b""
                 if final:
                     break

@@ -277,7 +277,10 @@ def _namespace_hash(buf, start, end, seed, hash_all, cache_len, cache_start, cac
 @kernel
 def _group_namespaces(seg, seg_first, seg_last, feat_hash, feat_value, feat_span, record_spans):
     """VW merges repeated namespace letters of one line into one group: reorder segments (and
-    their features) stably so that segments sharing a letter are adjacent."""
+    their features) stably so that segments sharing a letter are adjacent.
+
+    Plain loops on purpose: numba's array-slice assignment and argsort cost seconds of compile.
+    """
     n = seg_last - seg_first
     needs = False
     for a in range(seg_first, seg_last):
@@ -286,30 +289,49 @@ def _group_namespaces(seg, seg_first, seg_last, feat_hash, feat_value, feat_span
                 needs = True
     if not needs:
         return
+    # stable order by the first appearance of each segment's letter (insertion sort)
     rank = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
     for a in range(n):
         rank[a] = a
         for b in range(a):
             if seg[seg_first + b, SEG_BYTE] == seg[seg_first + a, SEG_BYTE]:
                 rank[a] = rank[b]
                 break
-    order = np.argsort(rank * n + np.arange(n))
+        k = a
+        while k > 0 and rank[order[k - 1]] > rank[a]:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = a
     fstart = seg[seg_first, SEG_FSTART]
     fend = seg[seg_last - 1, SEG_FEND]
-    old_seg = seg[seg_first:seg_last].copy()
-    old_hash = feat_hash[fstart:fend].copy()
-    old_value = feat_value[fstart:fend].copy()
-    old_span = feat_span[fstart:fend].copy() if record_spans else feat_span[0:0].copy()
+    old_seg = np.empty((n, SEG_COLUMNS), dtype=np.int64)
+    for a in range(n):
+        for c in range(SEG_COLUMNS):
+            old_seg[a, c] = seg[seg_first + a, c]
+    count_all = fend - fstart
+    old_hash = np.empty(count_all, dtype=np.uint32)
+    old_value = np.empty(count_all, dtype=np.float32)
+    old_span = np.empty((count_all if record_spans else 0, 4), dtype=np.int64)
+    for j in range(count_all):
+        old_hash[j] = feat_hash[fstart + j]
+        old_value[j] = feat_value[fstart + j]
+        if record_spans:
+            for c in range(4):
+                old_span[j, c] = feat_span[fstart + j, c]
     cursor = fstart
     for k in range(n):
-        src = old_seg[order[k]]
-        count = src[SEG_FEND] - src[SEG_FSTART]
-        offset = src[SEG_FSTART] - fstart
-        feat_hash[cursor:cursor + count] = old_hash[offset:offset + count]
-        feat_value[cursor:cursor + count] = old_value[offset:offset + count]
-        if record_spans:
-            feat_span[cursor:cursor + count] = old_span[offset:offset + count]
-        seg[seg_first + k] = src
+        src = order[k]
+        for c in range(SEG_COLUMNS):
+            seg[seg_first + k, c] = old_seg[src, c]
+        count = old_seg[src, SEG_FEND] - old_seg[src, SEG_FSTART]
+        offset = old_seg[src, SEG_FSTART] - fstart
+        for j in range(count):
+            feat_hash[cursor + j] = old_hash[offset + j]
+            feat_value[cursor + j] = old_value[offset + j]
+            if record_spans:
+                for c in range(4):
+                    feat_span[cursor + j, c] = old_span[offset + j, c]
         seg[seg_first + k, SEG_FSTART] = cursor
         seg[seg_first + k, SEG_FEND] = cursor + count
         cursor += count
@@ -323,9 +345,12 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
     ``line_ends`` exclude the newline.  Feature hashes are unmasked 32-bit VW indices; values are
     float32 products of the feature value and its namespace weight, zeros dropped.
     """
-    cache_len = np.full(64, -1, dtype=np.int64)
-    cache_start = np.full(64, -1, dtype=np.int64)
-    cache_hash = np.zeros(64, dtype=np.int64)
+    cache_len = np.empty(64, dtype=np.int64)
+    cache_start = np.empty(64, dtype=np.int64)
+    cache_hash = np.empty(64, dtype=np.int64)
+    for k in range(64):
+        cache_len[k] = -1
+        cache_start[k] = -1
     default_ns_hash = murmur3_32(buf, 0, 0, hash_seed)
     tok_s = np.empty(4, dtype=np.int64)
     tok_e = np.empty(4, dtype=np.int64)
@@ -520,12 +545,24 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
     return n_seg, n_feat
 
 
+@kernel
+def count_separators(buf, start, end):
+    """(spaces + tabs + carriage returns, bars) in ``buf[start:end]``: output capacities."""
+    separators = 0
+    bars = 0
+    for i in range(start, end):
+        c = buf[i]
+        separators += (c == SPACE) | (c == TAB) | (c == CR)
+        bars += c == BAR
+    return separators, bars
+
+
 @dataclass
 class ParsedBatch:
     """A batch of parsed lines; features stay in flat arrays (one kernel call learns them all).
 
-    ``ex_int``/``ex_float`` hold one row per input line, including empty and malformed ones;
-    ``examples`` lists the rows that are real examples, in order.
+    ``ex_int``/``ex_float`` hold one row per input line, including empty and malformed ones
+    (their ``STATUS`` says so).  ``line_starts``/``line_ends`` locate each line in ``buf``.
     """
 
     buf: np.ndarray
@@ -537,47 +574,47 @@ class ParsedBatch:
     feat_span: np.ndarray | None
     first_line: int  # 1-based line number of row 0
     source: str
+    line_starts: np.ndarray
+    line_ends: np.ndarray
 
     def line_text(self, row: int, limit: int = 200) -> str:
         """The raw text of one input line (for messages), shortened if very long."""
-        start, end = self.line_bounds[row]
+        start, end = int(self.line_starts[row]), int(self.line_ends[row])
         text = bytes(self.buf[start:end]).rstrip(b"\r").decode("utf-8", "replace")
         return text if len(text) <= limit else text[:limit] + "..."
 
-    line_bounds: np.ndarray = None  # (n, 2) start/end of each line in ``buf``
 
-
-def parse_buffer(buf: np.ndarray, line_bounds: np.ndarray, *, hash_seed: int = 0,
-                 hash_all: bool = False, parse_label_number: bool = True,
+def parse_buffer(buf: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray, *,
+                 hash_seed: int = 0, hash_all: bool = False, parse_label_number: bool = True,
                  record_spans: bool = False, first_line: int = 1, source: str = "") -> ParsedBatch:
-    """Parse the lines ``buf[start:end]`` listed in ``line_bounds`` with one kernel call."""
-    n = line_bounds.shape[0]
-    total = int(line_bounds[:, 1].sum() - line_bounds[:, 0].sum()) if n else 0
-    # A feature needs at least one byte plus a separator; anonymous ones too.
-    cap_feat = total // 2 + n + 1
-    cap_seg = total // 2 + n + 1
-    ex_int = np.empty((n, EX_INT_COLUMNS), dtype=np.int64)
+    """Parse the lines ``buf[start:end]`` with one kernel call."""
+    n = line_starts.shape[0]
+    if n:
+        separators, bars = count_separators(buf, line_starts[0], line_ends[-1])
+        # every feature follows a separator; every segment follows a '|'
+        cap_feat = separators + n + 1
+        cap_seg = bars + 1
+    else:
+        cap_feat = cap_seg = 1
+    ex_int = np.empty((n, EX_INT_COLUMNS), dtype=np.int32)
     ex_float = np.empty((n, 3), dtype=np.float64)
-    seg = np.empty((cap_seg, SEG_COLUMNS), dtype=np.int64)
+    seg = np.empty((cap_seg, SEG_COLUMNS), dtype=np.int32)
     feat_hash = np.empty(cap_feat, dtype=np.uint32)
     feat_value = np.empty(cap_feat, dtype=np.float32)
     feat_span = np.empty((cap_feat if record_spans else 1, 4), dtype=np.int64)
-    starts = np.ascontiguousarray(line_bounds[:, 0])
-    ends = np.ascontiguousarray(line_bounds[:, 1])
-    n_seg, n_feat = parse_lines(buf, starts, ends, np.int64(hash_seed & 0xFFFFFFFF), hash_all,
-                                parse_label_number, record_spans, ex_int, ex_float, seg,
-                                feat_hash, feat_value, feat_span)
+    n_seg, n_feat = parse_lines(buf, line_starts, line_ends, np.int64(hash_seed & 0xFFFFFFFF),
+                                hash_all, parse_label_number, record_spans, ex_int, ex_float,
+                                seg, feat_hash, feat_value, feat_span)
     return ParsedBatch(buf=buf, ex_int=ex_int, ex_float=ex_float, seg=seg[:n_seg],
                        feat_hash=feat_hash[:n_feat], feat_value=feat_value[:n_feat],
                        feat_span=feat_span[:n_feat] if record_spans else None,
-                       first_line=first_line, source=source, line_bounds=line_bounds)
+                       first_line=first_line, source=source, line_starts=line_starts,
+                       line_ends=line_ends)
 
 
-def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, int]:
-    """Line bounds of the complete lines in ``buf`` and the offset where the remainder starts.
-
-    With ``final`` the unterminated last line is a line too.
-    """
+def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """Starts and ends (newline excluded) of the complete lines in ``buf``, and the offset where
+    the unfinished remainder starts.  With ``final`` an unterminated last line is a line too."""
     newlines = np.flatnonzero(buf == 10)
     starts = np.empty(newlines.shape[0] + 1, dtype=np.int64)
     starts[0] = 0
@@ -589,7 +626,7 @@ def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, int]:
         consumed = buf.shape[0]
     else:
         starts = starts[:-1]
-    return np.stack([starts, ends], axis=1) if starts.shape[0] else np.zeros((0, 2), np.int64), consumed
+    return starts, ends, consumed
 
 
 def describe_error(batch: ParsedBatch, row: int) -> str:

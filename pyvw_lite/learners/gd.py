@@ -19,8 +19,7 @@ from ..io.hashing import CONSTANT_HASH, FNV_PRIME
 from ..io.vw_text import (FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START, WEIGHT)
 from ..jit import kernel
-from .losses import importance_aware_update, loss_is_positive, loss_value, plain_update, \
-    squared_gradient
+from .losses import importance_aware_update, loss_is_positive, loss_terms, plain_update
 
 W, G, N, RATE = 0, 1, 2, 3
 X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
@@ -68,9 +67,12 @@ def _present_bytes(seg, s0, s1, ignore, out):
                 seen = True
                 break
         if not seen:
-            out[n] = b
+            k = n
+            while k > 0 and out[k - 1] > b:  # insertion keeps them ascending
+                out[k] = out[k - 1]
+                k -= 1
+            out[k] = b
             n += 1
-    out[:n].sort()
     return n
 
 
@@ -93,7 +95,9 @@ def _expand_term(term, width, present, n_present, out):
         return 0
     all_wild = n_wild == width
     count = 0
-    idx = np.zeros(width, dtype=np.int64)
+    idx = np.empty(width, dtype=np.int64)
+    for k in range(width):
+        idx[k] = 0
     while True:
         valid = True
         if all_wild:
@@ -118,41 +122,62 @@ def _expand_term(term, width, present, n_present, out):
 
 
 @kernel
-def gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
-                    interactions, inter_width, slots, values, origins, record_origin):
-    """Flatten one example into ``(slot, value)`` pairs in VW's order: namespaces, constant,
-    then interactions.  Returns the count, or ``-needed`` when the scratch arrays are too small.
+def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                    interactions, inter_width, starts, slots, values, origins, record_origin):
+    """Flatten examples into CSR ``(slot, value)`` lists in VW's order: namespaces, constant,
+    then interactions.  Example ``e`` gets ``slots[starts[e]:starts[e + 1]]``.
 
-    ``origins[k]`` (when recorded, for --audit) lists the batch feature indices a flat feature
-    came from; -1 marks the constant.
+    Stops early when the output arrays are full and returns how many rows it expanded (at least
+    one row must fit).  ``origins[k]`` (when recorded, for --audit) lists the batch feature
+    indices a flat feature came from; -1 marks the constant and -2 an unused position.
     """
-    s0 = ex_int[row, SEG_START]
-    s1 = ex_int[row, SEG_END]
     capacity = slots.shape[0]
     n = 0
-    for s in range(s0, s1):
-        if ignore[seg[s, SEG_BYTE]]:
-            continue
-        for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
-            if n < capacity:
+    starts[0] = 0
+    for e in range(rows.shape[0]):
+        row = rows[e]
+        s0 = ex_int[row, SEG_START]
+        s1 = ex_int[row, SEG_END]
+        if n + ex_int[row, FEAT_END] - ex_int[row, FEAT_START] + 1 > capacity:
+            return e
+        for s in range(s0, s1):
+            if ignore[seg[s, SEG_BYTE]]:
+                continue
+            for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
                 slots[n] = feat_hash[j] & mask
                 values[n] = feat_value[j]
                 if record_origin:
                     origins[n, 0] = j
                     origins[n, 1] = -2
                     origins[n, 2] = -2
-            n += 1
-    if use_constant:
-        if n < capacity:
+                n += 1
+        if use_constant:
             slots[n] = CONSTANT_HASH & mask
             values[n] = 1.0
             if record_origin:
                 origins[n, 0] = -1
                 origins[n, 1] = -2
                 origins[n, 2] = -2
-        n += 1
-    if interactions.shape[0] == 0:
-        return n if n <= capacity else -n
+            n += 1
+        if interactions.shape[0] > 0:
+            n = _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
+                                     interactions, inter_width, slots, values, origins,
+                                     record_origin, n)
+            if n < 0:
+                if e == 0:
+                    return -1
+                return e
+        starts[e + 1] = n
+    return rows.shape[0]
+
+
+@kernel
+def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, interactions,
+                         inter_width, slots, values, origins, record_origin, n):
+    """Append the crossed features of every interaction term (see ``gather_features``)."""
+    s0 = ex_int[row, SEG_START]
+    s1 = ex_int[row, SEG_END]
+    capacity = slots.shape[0]
     present = np.empty(256, dtype=np.int64)
     n_present = _present_bytes(seg, s0, s1, ignore, present)
     tuples = np.empty((max(1, n_present) ** 3 + 1, 3), dtype=np.int64)
@@ -195,46 +220,59 @@ def gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_c
     return n if n <= capacity else -n
 
 
-@kernel
+@kernel(inline="always")
 def _rate(weights, slot, adaptive, normalized, power_t):
-    """Per-feature learning-rate factor: ``G^-p`` (adaptive) times ``N^(2(p-1))`` or ``N^-2``."""
+    """Per-feature learning-rate factor: ``G^-p`` (adaptive) times ``N^(2(p-1))`` or ``N^-2``.
+
+    ``power_t = 0.5`` (the default) takes square roots instead of ``pow``, as VW does.
+    """
     rate = 1.0
     if adaptive:
-        rate = weights[slot, G] ** (-power_t) if weights[slot, G] > 0.0 else 0.0
+        g = np.float64(weights[slot, G])
+        if g <= 0.0:
+            return 0.0
+        rate = 1.0 / math.sqrt(g) if power_t == 0.5 else g ** (-power_t)
     if normalized:
         norm = np.float64(weights[slot, N])
         if adaptive:
-            rate *= (norm * norm) ** (power_t - 1.0)
+            rate *= 1.0 / norm if power_t == 0.5 else (norm * norm) ** (power_t - 1.0)
         else:
             rate /= norm * norm
     return rate
 
 
-@kernel
-def predict_flat(weights, slots, values, n, initial):
+@kernel(inline="always")
+def _decay(value, power_t):
+    """``value^-power_t`` with the square-root shortcut for the default ``power_t = 0.5``."""
+    if power_t == 0.5:
+        return 1.0 / math.sqrt(value)
+    return value ** (-power_t)
+
+
+@kernel(inline="always")
+def predict_flat(weights, slots, values, first, last, initial):
     raw = initial
-    for k in range(n):
+    for k in range(first, last):
         raw += weights[slots[k], W] * values[k]
     return raw
 
 
-@kernel
-def _learn_flat(weights, slots, values, n, state, params, pred, label, importance):
+@kernel(inline="always")
+def _learn_flat(weights, slots, values, first, last, state, params, pred, label, importance,
+                gradient2, aux):
     """One importance-aware GD step on a flattened example (VW gd.cc ``update``)."""
     loss = np.int64(params[P_LOSS])
     adaptive = params[P_ADAPTIVE] != 0.0
     normalized = params[P_NORMALIZED] != 0.0
     power_t = params[P_POWER_T]
-    if not loss_is_positive(loss, pred, label):
-        return
     multiplier = 1.0
     if adaptive or normalized:
-        grad2 = importance * squared_gradient(loss, pred, label)
+        grad2 = importance * gradient2
         if grad2 == 0.0:
             return
         norm_x = 0.0
         per_update = 0.0
-        for k in range(n):
+        for k in range(first, last):
             slot = slots[k]
             x = values[k]
             x2 = x * x
@@ -259,80 +297,68 @@ def _learn_flat(weights, slots, values, n, state, params, pred, label, importanc
             state[NORM_S] += importance * norm_x
             state[NORM_T] += importance
             if adaptive:
-                multiplier = (state[NORM_S] / state[NORM_T]) ** (power_t - 1.0)
+                multiplier = _decay(state[NORM_S] / state[NORM_T], 1.0 - power_t)
             else:
                 multiplier = state[NORM_T] / state[NORM_S]
             per_update *= multiplier
         scale = params[P_ETA] * importance
         if not adaptive:
-            scale *= state[T_SUM] ** (-power_t)
+            scale *= _decay(state[T_SUM], power_t)
     else:
         per_update = 0.0
-        for k in range(n):
+        for k in range(first, last):
             x2 = values[k] * values[k]
             per_update += x2 if x2 >= X2_MIN else X2_MIN
-        scale = params[P_ETA] * importance * state[T_SUM] ** (-power_t)
+        scale = params[P_ETA] * importance * _decay(state[T_SUM], power_t)
     if params[P_INVARIANT] != 0.0:
-        update = importance_aware_update(loss, pred, label, scale, per_update)
+        update = importance_aware_update(loss, pred, label, scale, per_update, aux)
     else:
-        update = plain_update(loss, pred, label, scale)
+        update = plain_update(loss, pred, label, scale, aux)
     if not math.isfinite(update) or update == 0.0:
         return
     update *= multiplier
     if adaptive or normalized:
-        for k in range(n):
+        for k in range(first, last):
             weights[slots[k], W] += update * values[k] * weights[slots[k], RATE]
     else:
-        for k in range(n):
+        for k in range(first, last):
             weights[slots[k], W] += update * values[k]
 
 
 @kernel
-def learn_batch(rows, holdout, ex_int, ex_float, seg, feat_hash, feat_value, weights, state, params,
-                mask, ignore, interactions, inter_width, out_pred, out_raw, out_loss, out_nfeat):
-    """Predict (and, when training, learn) every example listed in ``rows``, in order.
+def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
+                   weights, state, params, out_pred, out_raw, out_loss):
+    """Predict (and, when training, learn) each flattened example in order.
 
-    Writes the clipped prediction, raw score, weighted loss (labelled examples) and feature count
-    per example; returns the number of NaN predictions that were forced to 0 (VW does the same).
+    Writes the clipped prediction, raw score and weighted loss (labelled examples only);
+    returns the number of NaN predictions that were forced to 0 (VW does the same).
     """
-    capacity = 64
-    slots = np.empty(capacity, dtype=np.int64)
-    values = np.empty(capacity, dtype=np.float64)
-    origins = np.empty((1, 3), dtype=np.int64)
     training = params[P_TRAINING] != 0.0
-    use_constant = params[P_CONSTANT] != 0.0
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
     nan_count = 0
-    for e in range(rows.shape[0]):
-        row = rows[e]
-        n = gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
-                            interactions, inter_width, slots, values, origins, False)
-        if n < 0:
-            capacity = 2 * (-n)
-            slots = np.empty(capacity, dtype=np.int64)
-            values = np.empty(capacity, dtype=np.float64)
-            n = gather_features(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
-                                use_constant, interactions, inter_width, slots, values, origins,
-                                False)
-        labelled = ex_int[row, NLABEL] > 0
-        label = ex_float[row, LABEL]
-        importance = ex_float[row, WEIGHT]
-        if labelled and not fixed_range:
+    for e in range(labels.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        label = labels[e]
+        importance = importances[e]
+        if labelled[e] and not fixed_range:
             if label < state[MIN_LABEL]:
                 state[MIN_LABEL] = label
             if label > state[MAX_LABEL]:
                 state[MAX_LABEL] = label
-        raw = predict_flat(weights, slots, values, n, ex_float[row, INITIAL])
+        raw = predict_flat(weights, slots, values, first, last, initials[e])
         if math.isnan(raw):
             nan_count += 1
             raw = 0.0
         pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
         out_raw[e] = raw
         out_pred[e] = pred
-        out_nfeat[e] = n
-        out_loss[e] = loss_value(loss, pred, label) * importance if labelled else 0.0
-        if training and labelled and holdout[e] == 0 and importance > 0.0:
+        value, gradient2, aux = loss_terms(loss, pred, label)
+        out_loss[e] = value * importance if labelled[e] else 0.0
+        if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
             state[T_SUM] += importance
-            _learn_flat(weights, slots, values, n, state, params, pred, label, importance)
+            if loss_is_positive(loss, pred, label, value):
+                _learn_flat(weights, slots, values, first, last, state, params, pred, label,
+                            importance, gradient2, aux)
     return nan_count

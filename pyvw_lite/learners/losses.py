@@ -15,7 +15,7 @@ SQUARED, LOGISTIC, HINGE = 0, 1, 2
 LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE}
 LOSS_NAMES = {code: name for name, code in LOSS_CODES.items()}
 
-FLOAT32_EPS_HALF = 2.0 ** -24  # 1 + x == 1 in float32 when x <= 2^-24
+LOGISTIC_ZERO_MARGIN = 24.0 * math.log(2.0)  # e^{-m} <= 2^-24: 1 + e^{-m} == 1 in float32
 
 
 @kernel
@@ -37,63 +37,82 @@ def loss_value(loss, p, y):
     return margin if margin > 0.0 else 0.0
 
 
-@kernel
-def loss_is_positive(loss, p, y):
-    """VW skips an update when the loss *in float32* is 0; logistic stops near ``yp ≈ 16.6``."""
-    if loss == LOGISTIC:
-        return math.exp(-y * p) > FLOAT32_EPS_HALF
-    return loss_value(loss, p, y) > 0.0
+@kernel(inline="always")
+def loss_terms(loss, p, y):
+    """Everything an update needs from one loss evaluation at ``p``: ``(l, l'^2, aux)``.
 
-
-@kernel
-def squared_gradient(loss, p, y):
-    """``l'(p, y)²``: the adaptive (AdaGrad) accumulator's increment per unit weight."""
+    ``aux`` is ``e^{-|yp|}`` for logistic (shared by the loss, its gradient and the exact
+    update, so one ``exp`` serves all three) and 0 otherwise.
+    """
     if loss == SQUARED:
-        return 4.0 * (p - y) * (p - y)
+        return (p - y) * (p - y), 4.0 * (p - y) * (p - y), 0.0
     if loss == LOGISTIC:
-        d = 1.0 / (1.0 + math.exp(min(y * p, 700.0)))
-        return d * d
-    return y * y if y * p < 1.0 else 0.0
+        m = y * p
+        e = math.exp(-abs(m))
+        q = e / (1.0 + e) if m > 0.0 else 1.0 / (1.0 + e)  # |l'| = 1/(1 + e^m)
+        return max(-m, 0.0) + math.log1p(e), q * q, e
+    margin = 1.0 - y * p
+    return (margin if margin > 0.0 else 0.0), (y * y if margin > 0.0 else 0.0), 0.0
+
+
+@kernel(inline="always")
+def loss_is_positive(loss, p, y, value):
+    """VW skips an update when the loss *in float32* is 0; logistic stops near ``yp = 16.6``."""
+    if loss == LOGISTIC:
+        return y * p < LOGISTIC_ZERO_MARGIN
+    return value > 0.0
 
 
 @kernel
 def logistic_delta(m0, c):
+    """See :func:`logistic_delta_core`; computes ``e^{-|m0|}`` itself."""
+    return logistic_delta_core(m0, c, math.exp(-abs(m0)))
+
+
+@kernel(inline="always")
+def logistic_delta_core(m0, c, e):
     """Margin gain ``δ ≥ 0`` solving ``m + e^m = m0 + e^{m0} + c`` with ``m = m0 + δ`` (SPEC §A.2.3).
 
-    Newton from an upper bound decreases monotonically to the root; the two branches keep every
-    exponential finite for ``|m0|`` up to the float range.
+    Written as ``δ + e^{m0}·expm1(δ) = c`` (``m0 ≤ 0``) or ``e^{-m0}(δ − c) + expm1(δ) = 0``
+    (``m0 > 0``) so no exponential overflows and nothing cancels.  Both are convex and increasing;
+    Halley's method from the second-order series ``cq − ½c²e^{m0}q³`` (``q = 1/(1+e^{m0})``),
+    capped by SPEC's upper bounds, converges in two or three steps of one ``expm1`` each.
     """
     if c <= 0.0:
         return 0.0
-    if m0 <= 0.0:
-        bound1 = c / (1.0 + math.exp(m0))
-        bound2 = softplus(math.log(c) - m0)
-    else:
-        em = math.exp(-m0)
-        bound1 = c * em / (1.0 + em)  # SPEC erratum 7: no overflow for large m0
-        bound2 = math.log1p(c * em)
-    delta = min(bound1, bound2)
-    for _ in range(100):
+    em = e  # e^{m0} when m0 <= 0, e^{-m0} when m0 > 0: never above 1
+    q = 1.0 / (1.0 + em) if m0 <= 0.0 else em / (1.0 + em)
+    bound = c * q  # the flow never moves faster than its starting speed
+    if bound > 1.0:  # SPEC's second bound; erratum 7 keeps it finite for large m0
+        bound = min(bound, softplus(math.log(c) - m0) if m0 <= 0.0 else math.log1p(c * em))
+    delta = bound * (1.0 - 0.5 * bound * (1.0 - q))
+    if not (0.0 < delta < bound):
+        delta = bound
+    for _ in range(50):
+        growth = math.expm1(delta)
         if m0 <= 0.0:
-            e = math.exp(m0 + delta)
-            f = delta + e * (-math.expm1(-delta)) - c
-            fprime = 1.0 + e
+            # e^{m0}·e^δ, recomputed directly when e^{m0} underflowed (no inf·0)
+            lifted = em * (growth + 1.0) if em > 1e-300 else math.exp(m0 + delta)
+            f = delta + (em * growth if delta <= 0.5 else lifted - em) - c
+            f1 = 1.0 + lifted
+            f2 = lifted
         else:
-            em = math.exp(-m0)
-            f = em * (delta - c) + math.expm1(delta)
-            fprime = em + math.exp(delta)
-        step = f / fprime
+            f = em * (delta - c) + growth
+            f1 = em + growth + 1.0
+            f2 = growth + 1.0
+        step = 2.0 * f * f1 / (2.0 * f1 * f1 - f * f2)
         delta -= step
         if delta < 0.0:
             delta = 0.0
-        if abs(step) <= 1e-15 * delta:
+        # Halley: the next error is below 0.42*|step|^3 (|f2|, |f3| <= f1 for both forms)
+        if 0.42 * step * step * abs(step) <= 1e-16 * delta or delta == 0.0:
             break
     return delta
 
 
-@kernel
-def importance_aware_update(loss, p, y, scale, x2):
-    """Exact update ``u`` after flow time ``scale = η·h`` along a feature vector of norm² ``x2``.
+@kernel(inline="always")
+def importance_aware_update(loss, p, y, scale, x2, aux):
+    """Exact update ``u`` (``aux`` from :func:`loss_terms`) after flow time ``scale = η·h`` along a feature vector of norm² ``x2``.
 
     squared: ``(y−p)(1−e^{−2·scale·x2})/x2`` (never crosses the label);
     hinge: ``y·min(scale, (1−yp)/x2)`` (stops at the margin);
@@ -108,14 +127,14 @@ def importance_aware_update(loss, p, y, scale, x2):
             return 0.0
         reach = (1.0 - y * p) / x2
         return y * (scale if scale < reach else reach)
-    return y * logistic_delta(y * p, scale * x2) / x2
+    return y * logistic_delta_core(y * p, scale * x2, aux) / x2
 
 
-@kernel
-def plain_update(loss, p, y, scale):
+@kernel(inline="always")
+def plain_update(loss, p, y, scale, aux):
     """The non-invariant step ``−scale·l'(p, y)`` (VW without ``--invariant``)."""
     if loss == SQUARED:
         return 2.0 * (y - p) * scale
     if loss == HINGE:
         return y * scale if y * p < 1.0 else 0.0
-    return y * scale / (1.0 + math.exp(min(y * p, 700.0)))
+    return y * scale * (aux / (1.0 + aux) if y * p > 0.0 else 1.0 / (1.0 + aux))

@@ -1,0 +1,158 @@
+"""``pyvw-lite bench``: pyvw-lite against Vowpal Wabbit on the same seeded rater-task file.
+
+Every scenario runs both tools as separate processes from this one, interleaved, so machine
+noise hits both alike; the report gives median wall times, examples per second and the ratio
+(pyvw-lite examples/s ÷ VW examples/s), and checks that both reach the same average loss.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+# Runs VW from the PyPI ``vowpalwabbit`` package as its command line would (it has no ``vw``
+# executable): ``Workspace`` runs the driver itself when given ``-d``; ``finish`` prints the summary.
+PEER_RUNNER = (
+    "import sys\n"
+    "from vowpalwabbit import Workspace\n"
+    "workspace = Workspace(arg_list=sys.argv[1:])\n"
+    "workspace.finish()\n"
+)
+
+
+@dataclass
+class Scenario:
+    name: str
+    ours: list[str]
+    peer: list[str]
+    examples: int
+    prepare_ours: list[str] = field(default_factory=list)
+    prepare_peer: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    scenario: str
+    examples: int
+    ours_seconds: list[float]
+    peer_seconds: list[float]
+    ours_loss: str | None
+    peer_loss: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.peer_seconds:
+            return None
+        return statistics.median(self.peer_seconds) / statistics.median(self.ours_seconds)
+
+
+def peer_available() -> bool:
+    try:
+        import vowpalwabbit  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _ours_command(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pyvw_lite", *args]
+
+
+def _peer_command(args: list[str]) -> list[str]:
+    return [sys.executable, "-c", PEER_RUNNER, *args]
+
+
+def _timed(command: list[str], cwd: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])} ... failed ({done.returncode}):\n"
+                           f"{done.stderr[-2000:]}")
+    return elapsed, done.stderr
+
+
+def _average_loss(stderr: str) -> str | None:
+    match = re.search(r"^average loss = (.*)$", stderr, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def scenarios(data: str, lines: int, loss: str) -> list[Scenario]:
+    common = ["-d", data, "--loss_function", loss]
+    return [
+        Scenario("binary logistic, 1 pass, text", common, common, lines),
+        Scenario("binary logistic, 1 pass, cache",
+                 common + ["--cache_file", "ours.cache"], common + ["--cache_file", "vw.cache"],
+                 lines,
+                 prepare_ours=common + ["--cache_file", "ours.cache", "-k"],
+                 prepare_peer=common + ["--cache_file", "vw.cache", "-k"]),
+    ]
+
+
+def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: str = "logistic",
+              workdir: str | None = None, peer: bool = True, out=sys.stdout) -> list[Result]:
+    from ..synthetic import rater_task, write_vw
+    own_dir = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-bench-")
+    os.makedirs(workdir, exist_ok=True)
+    try:
+        data = os.path.join(workdir, f"rt2_{lines}_{seed}.vw")
+        if not os.path.exists(data):
+            out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
+            write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
+        use_peer = peer and peer_available()
+        if peer and not use_peer:
+            out.write("vowpalwabbit is not installed (pip install vowpalwabbit): "
+                      "timing pyvw-lite alone\n")
+        plan = scenarios(os.path.abspath(data), lines, loss)
+        # warm the numba cache so no run pays a compile
+        _timed(_ours_command(["-d", data, "--loss_function", loss, "--quiet", "-t"]), workdir)
+        for scenario in plan:
+            if scenario.prepare_ours:
+                _timed(_ours_command(scenario.prepare_ours + ["--quiet"]), workdir)
+            if use_peer and scenario.prepare_peer:
+                _timed(_peer_command(scenario.prepare_peer + ["--quiet"]), workdir)
+        results = []
+        for scenario in plan:
+            ours, theirs = [], []
+            ours_loss = peer_loss = None
+            for _ in range(repeat):
+                seconds, stderr = _timed(_ours_command(scenario.ours), workdir)
+                ours.append(seconds)
+                ours_loss = _average_loss(stderr)
+                if use_peer:
+                    seconds, stderr = _timed(_peer_command(scenario.peer), workdir)
+                    theirs.append(seconds)
+                    peer_loss = _average_loss(stderr)
+            results.append(Result(scenario.name, scenario.examples, ours, theirs, ours_loss,
+                                  peer_loss))
+        report(results, out)
+        return results
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(results: list[Result], out=sys.stdout) -> None:
+    out.write(f"{'scenario':<34} {'pyvw-lite s':>11} {'VW s':>8} {'pyvw-lite ex/s':>15} "
+              f"{'VW ex/s':>11} {'ratio':>6}  average loss (ours / VW)\n")
+    for r in results:
+        ours = statistics.median(r.ours_seconds)
+        peer = statistics.median(r.peer_seconds) if r.peer_seconds else None
+        out.write(f"{r.scenario:<34} {ours:>11.3f} {peer if peer else float('nan'):>8.3f} "
+                  f"{r.examples / ours:>15,.0f} "
+                  f"{(r.examples / peer) if peer else float('nan'):>11,.0f} "
+                  f"{r.ratio if r.ratio else float('nan'):>6.2f}  {r.ours_loss} / {r.peer_loss}\n")
+    out.write("ratio = pyvw-lite examples/s ÷ VW examples/s (medians, runs interleaved, "
+              "whole processes)\n")
+
+
+def results_json(results: list[Result]) -> str:
+    return json.dumps([{**asdict(r), "ratio": r.ratio} for r in results], indent=2)
