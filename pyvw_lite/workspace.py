@@ -278,10 +278,13 @@ class Workspace:
         nfeat = np.empty(n, dtype=np.int64)
         self.params[gd.P_TRAINING] = training
         announce_compile(gd.expand_features, gd.learn_examples)
-        labels = batch.ex_float[rows, LABEL]
-        importances = batch.ex_float[rows, WEIGHT]
-        initials = batch.ex_float[rows, INITIAL]
-        labelled = (batch.ex_int[rows, NLABEL] > 0).astype(np.uint8)
+        # a contiguous run of rows (always so from the cache) needs no gather
+        picked = slice(int(rows[0]), int(rows[-1]) + 1) \
+            if n and rows[-1] - rows[0] == n - 1 else rows
+        labels = np.ascontiguousarray(batch.ex_float[picked, LABEL])
+        importances = np.ascontiguousarray(batch.ex_float[picked, WEIGHT])
+        initials = np.ascontiguousarray(batch.ex_float[picked, INITIAL])
+        labelled = (batch.ex_int[picked, NLABEL] > 0).view(np.uint8)
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)

@@ -221,24 +221,22 @@ def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, 
 
 
 @kernel(inline="always")
-def _rate(weights, slot, adaptive, normalized, power_t):
+def _rate(g, norm, adaptive, normalized, power_t):
     """Per-feature learning-rate factor: ``G^-p`` (adaptive) times ``N^(2(p-1))`` or ``N^-2``.
 
-    ``power_t = 0.5`` (the default) takes square roots instead of ``pow``, as VW does.
+    ``power_t = 0.5`` (the default) takes one square root instead of ``pow``, as VW does.
     """
-    rate = 1.0
     if adaptive:
-        g = np.float64(weights[slot, G])
         if g <= 0.0:
             return 0.0
-        rate = 1.0 / math.sqrt(g) if power_t == 0.5 else g ** (-power_t)
+        if normalized:
+            if power_t == 0.5:
+                return 1.0 / (math.sqrt(g) * norm)
+            return g ** (-power_t) * (norm * norm) ** (power_t - 1.0)
+        return 1.0 / math.sqrt(g) if power_t == 0.5 else g ** (-power_t)
     if normalized:
-        norm = np.float64(weights[slot, N])
-        if adaptive:
-            rate *= 1.0 / norm if power_t == 0.5 else (norm * norm) ** (power_t - 1.0)
-        else:
-            rate /= norm * norm
-    return rate
+        return 1.0 / (norm * norm)
+    return 1.0
 
 
 @kernel(inline="always")
@@ -279,18 +277,22 @@ def _learn_flat(weights, slots, values, first, last, state, params, pred, label,
             if x2 < X2_MIN:
                 x2 = X2_MIN
                 x = X_MIN if x > 0.0 else -X_MIN
+            g = 0.0
             if adaptive:
                 weights[slot, G] += grad2 * x2
+                g = np.float64(weights[slot, G])
+            norm = 1.0
             if normalized:
                 ax = abs(x)
-                if ax > weights[slot, N]:
-                    if weights[slot, N] > 0.0:
-                        ratio = weights[slot, N] / ax
+                norm = np.float64(weights[slot, N])
+                if ax > norm:
+                    if norm > 0.0:
+                        ratio = norm / ax
                         weights[slot, W] *= ratio ** (2.0 * (1.0 - power_t)) if adaptive else ratio * ratio
                     weights[slot, N] = ax
-                n2 = np.float64(weights[slot, N]) ** 2
-                norm_x += x2 / n2 if x2 < X2_MAX else 1.0
-            rate = _rate(weights, slot, adaptive, normalized, power_t)
+                    norm = np.float64(weights[slot, N])
+                norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
+            rate = _rate(g, norm, adaptive, normalized, power_t)
             weights[slot, RATE] = rate
             per_update += x2 * rate
         if normalized:

@@ -1,0 +1,45 @@
+import io
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden" / "vw-suite"
+
+
+def run_workspace(args, cwd=None):
+    """Run a VW-style command in-process; returns (stdout, stderr, exit code)."""
+    from pyvw_lite.workspace import Workspace
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = Workspace(list(args), stdout=out, stderr=err).run()
+    finally:
+        os.chdir(old)
+    return out.getvalue(), err.getvalue(), code
+
+
+@pytest.fixture
+def suite_dir(tmp_path):
+    """A scratch directory laid out like VW's test/ folder (train-sets/, models/)."""
+    shutil.copytree(GOLDEN / "data", tmp_path / "train-sets")
+    (tmp_path / "models").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def rater_task_file(tmp_path):
+    from pyvw_lite.synthetic import rater_task, write_vw
+    path = tmp_path / "rt2.vw"
+    write_vw(str(path), rater_task(n_ratings=3000, n_raters=50, n_tasks=400, classes=2, seed=7),
+             binary=True)
+    return path
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)
