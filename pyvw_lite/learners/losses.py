@@ -91,8 +91,9 @@ def logistic_delta_core(m0, c, e):
     for _ in range(50):
         growth = math.expm1(delta)
         if m0 <= 0.0:
-            # e^{m0}·e^δ, recomputed directly when e^{m0} underflowed (no inf·0)
-            lifted = em * (growth + 1.0) if em > 1e-300 else math.exp(m0 + delta)
+            # e^{m0}·e^δ, taken directly when e^{m0} underflows or e^δ overflows (no inf·0)
+            lifted = em * (growth + 1.0) if em > 1e-300 and delta < 700.0 \
+                else math.exp(m0 + delta)
             f = delta + (em * growth if delta <= 0.5 else lifted - em) - c
             f1 = 1.0 + lifted
             f2 = lifted
@@ -100,7 +101,8 @@ def logistic_delta_core(m0, c, e):
             f = em * (delta - c) + growth
             f1 = em + growth + 1.0
             f2 = growth + 1.0
-        step = 2.0 * f * f1 / (2.0 * f1 * f1 - f * f2)
+        newton = f / f1
+        step = newton / (1.0 - 0.5 * newton * f2 / f1)  # Halley, in a form that cannot overflow
         delta -= step
         if delta < 0.0:
             delta = 0.0

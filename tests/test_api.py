@@ -1,0 +1,48 @@
+"""The Python API shares the option table with the command line."""
+import numpy as np
+import pytest
+
+from pyvw_lite import Workspace
+from pyvw_lite.options import OptionError
+
+
+def test_workspace_string_and_keywords_are_the_same_options():
+    a = Workspace("--loss_function logistic -b 20 -q rt --quiet")
+    b = Workspace(loss_function="logistic", bit_precision=20, quadratic=["rt"], quiet=True)
+    assert a.options.as_dict() == b.options.as_dict()
+    with pytest.raises(OptionError):
+        Workspace(not_an_option=3)
+
+
+def test_learn_predict_save_load_roundtrip(tmp_path, rater_task_file):
+    lines = rater_task_file.read_text().splitlines()
+    ws = Workspace("--loss_function logistic --quiet")
+    progressive = ws.learn(lines)
+    assert progressive.shape == (len(lines),) and progressive[0] == 0.0
+    before = ws.predict(lines[:50])
+    assert np.array_equal(before, ws.predict(lines[:50]))  # predict changes nothing
+    ws.save(str(tmp_path / "m.pvw"))
+    again = Workspace(f"-i {tmp_path / 'm.pvw'} --quiet")
+    np.testing.assert_array_equal(again.predict(lines[:50]), before)
+
+
+def test_learning_from_a_parsed_batch_equals_learning_from_lines(rater_task_file):
+    lines = rater_task_file.read_text().splitlines()[:500]
+    a, b = Workspace("--quiet"), Workspace("--quiet")
+    a.learn(lines)
+    b.learn(b.parse(lines))
+    np.testing.assert_array_equal(a.weights, b.weights)
+
+
+def test_a_separable_problem_is_learned():
+    ws = Workspace("--loss_function logistic --quiet")
+    for _ in range(20):
+        ws.learn(["1 |f good", "-1 |f bad"])
+    good, bad = ws.predict(["|f good", "|f bad"])
+    assert good > 1.0 and bad < -1.0
+
+
+def test_determinism():
+    lines = [f"{1 if i % 3 else -1} |a f{i % 7} |b g{i % 5}" for i in range(300)]
+    a, b = Workspace("--quiet --loss_function hinge"), Workspace("--quiet --loss_function hinge")
+    assert np.array_equal(a.learn(lines), b.learn(lines))

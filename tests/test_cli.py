@@ -1,0 +1,187 @@
+"""End-to-end command line: VW argv, files, models, cache, passes, bad input."""
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import run_workspace
+from pyvw_lite.cli.main import main
+
+CLI = [sys.executable, "-m", "pyvw_lite"]
+
+
+def cli(args, cwd=None, stdin=None):
+    return subprocess.run(CLI + list(args), cwd=cwd, input=stdin, capture_output=True)
+
+
+def summary_value(stderr: str, key: str) -> str:
+    for line in stderr.splitlines():
+        if line.startswith(key + " = "):
+            return line.split(" = ", 1)[1]
+    raise AssertionError(f"{key} not in output")
+
+
+def test_help_is_plain_fast_and_imports_no_numba():
+    code = ("import sys; from pyvw_lite.cli.main import main; main(['--help']); "
+            "print('NUMBA' if 'numba' in sys.modules else 'NO-NUMBA')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "--loss_function" in done.stdout and "bench" in done.stdout
+    assert done.stdout.strip().endswith("NO-NUMBA")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
+    (["--passes", "2", "--passes", "3", "-c", "-d", "x"], "'--passes' cannot be specified more"),
+    (["-b", "x"], "'x' is not a valid integer"),
+    (["--loss_function", "logit"], "'logit' is not one of"),
+    (["-d", "missing.vw"], "missing.vw"),
+])
+def test_option_errors_name_the_option(args, needle, capsys):
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_multiple_passes_need_a_cache(rater_task_file, capsys):
+    assert main(["-d", str(rater_task_file), "--passes", "2"]) == 1
+    assert "need a cache file for multiple passes" in capsys.readouterr().err
+
+
+def test_vw_argv_forms(rater_task_file):
+    _, a, _ = run_workspace(["-d", str(rater_task_file), "-b18", "--loss_function=logistic"])
+    _, b, _ = run_workspace([str(rater_task_file), "-b", "18", "--loss_function", "logistic"])
+    assert summary_value(a, "average loss") == summary_value(b, "average loss")
+
+
+def test_stdin_and_gzip_give_the_same_run(rater_task_file, tmp_path):
+    data = rater_task_file.read_bytes()
+    gz = tmp_path / "rt2.vw.gz"
+    gz.write_bytes(gzip.compress(data))
+    plain = cli(["-d", str(rater_task_file), "--loss_function", "logistic"])
+    piped = cli(["--loss_function", "logistic"], stdin=data)
+    zipped = cli(["-d", str(gz), "--loss_function", "logistic"])
+    losses = {summary_value(r.stderr.decode(), "average loss") for r in (plain, piped, zipped)}
+    assert len(losses) == 1 and all(r.returncode == 0 for r in (plain, piped, zipped))
+
+
+def test_resumed_model_learns_as_if_never_stopped(rater_task_file, tmp_path):
+    lines = rater_task_file.read_text().splitlines()
+    first, second = tmp_path / "a.vw", tmp_path / "b.vw"
+    first.write_text("\n".join(lines[:1500]) + "\n")
+    second.write_text("\n".join(lines[1500:]) + "\n")
+    whole, half, resumed = tmp_path / "whole.pvw", tmp_path / "half.pvw", tmp_path / "res.pvw"
+    run_workspace(["-d", str(rater_task_file), "--loss_function", "logistic", "-f", str(whole)])
+    run_workspace(["-d", str(first), "--loss_function", "logistic", "-f", str(half)])
+    run_workspace(["-d", str(second), "-i", str(half), "-f", str(resumed)])  # loss is kept
+    from pyvw_lite.workspace import Workspace
+    a = Workspace(f"-i {whole} --quiet")
+    b = Workspace(f"-i {resumed} --quiet")
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(a.state, b.state, rtol=1e-12)
+
+
+def test_model_problems_are_clear_errors(rater_task_file, tmp_path, capsys):
+    model = tmp_path / "m.pvw"
+    run_workspace(["-d", str(rater_task_file), "-f", str(model)])
+    raw = model.read_bytes()
+    cases = {"truncated": raw[:len(raw) - 10], "corrupt": raw[:-5] + b"XXXXX",
+             "not a pyvw-lite model": b"hello world"}
+    for needle, content in cases.items():
+        model.write_bytes(content)
+        assert main(["-d", str(rater_task_file), "-i", str(model), "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert needle in err and str(model) in err and "Traceback" not in err
+
+
+def test_kept_options_come_back_and_conflicts_are_refused(rater_task_file, tmp_path, capsys):
+    model = tmp_path / "m.pvw"
+    run_workspace(["-d", str(rater_task_file), "-b", "20", "-q", "rt", "-f", str(model)])
+    from pyvw_lite.workspace import Workspace
+    ws = Workspace(f"-i {model} --quiet")
+    assert ws.bits == 20 and ws.interactions.terms == ["rt"]
+    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18"]) == 1
+    assert "trained with --bit_precision" in capsys.readouterr().err
+
+
+def test_predictions_tags_raw_and_testonly(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 'first|a x\n-1 second|a y\n|a x\n")
+    model, preds, raw = tmp_path / "m", tmp_path / "p.txt", tmp_path / "r.txt"
+    run_workspace(["-d", str(data), "--loss_function", "logistic", "-f", str(model)])
+    before = model.read_bytes()
+    run_workspace(["-d", str(data), "-t", "-i", str(model), "-p", str(preds), "-r", str(raw)])
+    lines = preds.read_text().splitlines()
+    assert [line.split(" ", 1)[1] if " " in line else None for line in lines] == \
+        ["first", "second", None]
+    assert len(raw.read_text().splitlines()) == 3
+    assert model.read_bytes() == before  # -t never writes or changes the model
+
+
+def test_cache_is_created_then_used_and_rebuilt_when_data_changes(rater_task_file):
+    args = ["-d", str(rater_task_file), "-c", "--loss_function", "logistic"]
+    _, first, _ = run_workspace(args)
+    _, second, _ = run_workspace(args)
+    assert "creating cache_file" in first and "using cache_file" in second
+    assert summary_value(first, "average loss") == summary_value(second, "average loss")
+    with open(rater_task_file, "a") as handle:
+        handle.write("1 |rater r_1 |task t_2\n")
+    out, third, _ = run_workspace(args)
+    assert "creating cache_file" in third and "rebuilding" in out
+
+
+def test_passes_holdout_and_early_termination(rater_task_file, tmp_path):
+    model = tmp_path / "m"
+    _, err, _ = run_workspace(["-d", str(rater_task_file), "-c", "--passes", "20",
+                               "--loss_function", "logistic", "-f", str(model), "-l", "5"])
+    assert "average loss" in err and err.rstrip().splitlines()[-1].startswith("total feature")
+    used = int(summary_value(err, "passes used"))
+    assert 1 < used < 20  # overfitting stops improving the holdout loss
+    assert summary_value(err, "average loss").endswith(" h")
+    assert model.exists()
+
+
+def test_readable_model_and_invert_hash(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x y\n0 |a x\n")
+    readable, inverted = tmp_path / "r.txt", tmp_path / "i.txt"
+    run_workspace(["-d", str(data), "--readable_model", str(readable),
+                   "--invert_hash", str(inverted)])
+    text = readable.read_text()
+    assert "bits:18" in text and "\n55432:" in text and "\n116060:" in text
+    assert "\na^x:55432:" in inverted.read_text() and "\nConstant:116060:" in inverted.read_text()
+
+
+def test_bad_input_never_tracebacks_and_strict_parse_exits_1(tmp_path):
+    data = tmp_path / "bad.vw"
+    data.write_bytes(b"1 |a x\nnot-a-label |a x\n\xff\xfe |a \x00:\n1 |a x:1:2\n")
+    loose = cli(["-d", str(data)])
+    assert loose.returncode == 0 and b"Traceback" not in loose.stderr + loose.stdout
+    assert b"bad.vw:2: label 'not-a-label' is not a number" in loose.stdout
+    assert b"skipped examples = 3" in loose.stderr
+    strict = cli(["-d", str(data), "--strict_parse"])
+    assert strict.returncode == 1 and b"Traceback" not in strict.stderr
+    assert b"bad.vw:2:" in strict.stderr
+
+
+def test_failed_run_leaves_no_partial_output(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x\n" * 10 + "oops |a x\n")
+    preds = tmp_path / "p.txt"
+    preds.write_text("old\n")
+    assert main(["-d", str(data), "-p", str(preds), "--strict_parse", "--quiet"]) == 1
+    assert preds.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["d.vw", "p.txt"]
+
+
+def test_bench_runs_end_to_end_without_the_peer(tmp_path):
+    from pyvw_lite.cli.bench import run_bench
+    import io
+    out = io.StringIO()
+    results = run_bench(lines=2000, repeat=1, workdir=str(tmp_path), peer=False, out=out)
+    assert [r.scenario for r in results] == ["binary logistic, 1 pass, text",
+                                             "binary logistic, 1 pass, cache"]
+    assert results[0].ours_loss == results[1].ours_loss
