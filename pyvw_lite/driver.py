@@ -15,7 +15,8 @@ from .io import cache as cache_io
 from .io.atomic import atomic_write
 from .io.progress import LiveBar, ProgressTable, use_live_bar
 from .io.source import LineChunks
-from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch
+from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
+from .jit import announce_compile
 from .learners import gd
 from .learners.losses import loss_value
 from .options import OptionError
@@ -148,6 +149,7 @@ class Driver:
         if self.err is not None:
             self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
+        announce_compile(parse_lines, gd.expand_features, gd.learn_examples)
         bar = None
         if use_live_bar(ws.quiet):
             total = os.path.getsize(cache_path) if read_cache else text_source.total_bytes

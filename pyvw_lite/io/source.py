@@ -43,13 +43,16 @@ class LineChunks:
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
         handle, owned = self._open()
+        compressed = getattr(handle, "fileobj", None) if isinstance(handle, gzip.GzipFile) else None
         try:
             carry = b""
             line_no = 1
             while True:
                 block = handle.read(self.chunk_bytes)
                 if block:
-                    self.bytes_read += len(block)
+                    # progress counts file bytes: compressed ones for a .gz
+                    self.bytes_read = compressed.tell() if compressed is not None \
+                        else self.bytes_read + len(block)
                 final = not block
                 data = carry + block if carry else block
                 if not data:

@@ -94,6 +94,61 @@ def _matches_word(buf, p, end, word):
 
 
 @kernel
+def _decimal(buf, p, end):
+    """``digits*(.digits*)?`` from ``p``: (mantissa, decimal exponent, digit count, new p).
+
+    Keeps 19 significant digits (exact in the mantissa); the rest only move the exponent.
+    """
+    mantissa = 0.0
+    exponent = 0
+    digits = 0
+    significant = 0  # leading zeros do not use up the 19 exact digits
+    fraction = False
+    while p < end:
+        c = buf[p]
+        if 48 <= c <= 57:
+            if significant < 19:
+                mantissa = mantissa * 10.0 + (c - 48)
+                if fraction:
+                    exponent -= 1
+                if mantissa > 0.0:
+                    significant += 1
+            elif not fraction:
+                exponent += 1
+            digits += 1
+        elif c == 46 and not fraction:
+            fraction = True
+        else:
+            break
+        p += 1
+    return mantissa, exponent, digits, p
+
+
+@kernel
+def _exponent_digits(buf, p, end):
+    """``digits*`` from ``p`` as an exponent (capped): (value, digit count, new p)."""
+    e = 0
+    count = 0
+    while p < end and 48 <= buf[p] <= 57:
+        if e < 100000:
+            e = e * 10 + (buf[p] - 48)
+        count += 1
+        p += 1
+    return e, count, p
+
+
+@kernel
+def _signed_exponent(buf, p, end):
+    """``[+-]?digits`` from ``p`` (strtof's exponent): (signed value, digit count, new p)."""
+    negative = False
+    if p < end and (buf[p] == 45 or buf[p] == 43):
+        negative = buf[p] == 45
+        p += 1
+    e, count, p = _exponent_digits(buf, p, end)
+    return (-e if negative else e), count, p
+
+
+@kernel
 def parse_number(buf, start, end):
     """Parse a number the way VW does: its fast path, then a ``strtof``-like fallback.
 
@@ -103,39 +158,16 @@ def parse_number(buf, start, end):
     ``1.5e+2``, ``inf``, ``nan``), which may consume only a prefix.
     """
     p = start
-    negative = False
-    if p < end and buf[p] == 45:
-        negative = True
+    negative = p < end and buf[p] == 45
+    if negative:
         p += 1
-    mantissa = 0.0
-    exponent = 0
-    digits = 0
-    while p < end and 48 <= buf[p] <= 57:
-        if digits < 19:
-            mantissa = mantissa * 10.0 + (buf[p] - 48)
-        else:
-            exponent += 1
-        digits += 1
-        p += 1
-    if p < end and buf[p] == 46:
-        p += 1
-        while p < end and 48 <= buf[p] <= 57:
-            if digits < 19:
-                mantissa = mantissa * 10.0 + (buf[p] - 48)
-                exponent -= 1
-            digits += 1
-            p += 1
+    mantissa, exponent, _, p = _decimal(buf, p, end)
     if p < end and (buf[p] == 101 or buf[p] == 69):
         p += 1
-        exp_negative = False
-        if p < end and buf[p] == 45:
-            exp_negative = True
+        exp_negative = p < end and buf[p] == 45
+        if exp_negative:
             p += 1
-        e = 0
-        while p < end and 48 <= buf[p] <= 57:
-            if e < 100000:
-                e = e * 10 + (buf[p] - 48)
-            p += 1
+        e, _, p = _exponent_digits(buf, p, end)
         exponent += -e if exp_negative else e
     if p == end and end > start:
         value = _scale10(mantissa, exponent)
@@ -157,86 +189,53 @@ def _parse_strtof(buf, start, end):
     if _matches_word(buf, p, end, (110, 97, 110)):
         return math.nan, p + 3 - start
     if end - p >= 2 and buf[p] == 48 and _lower(buf[p + 1]) == 120:
-        q = p + 2
-        value = 0.0
-        seen = False
-        while q < end:
-            c = _lower(buf[q])
-            if 48 <= c <= 57:
-                value = value * 16.0 + (c - 48)
-            elif 97 <= c <= 102:
-                value = value * 16.0 + (c - 87)
-            else:
-                break
-            seen = True
-            q += 1
-        if q < end and buf[q] == 46:
-            q += 1
-            scale = 1.0 / 16.0
-            while q < end:
-                c = _lower(buf[q])
-                if 48 <= c <= 57:
-                    value += (c - 48) * scale
-                elif 97 <= c <= 102:
-                    value += (c - 87) * scale
-                else:
-                    break
-                seen = True
-                scale /= 16.0
-                q += 1
-        if not seen:
+        value, q = _hexadecimal(buf, p + 2, end)
+        if q == p + 2:
             return 0.0, p + 1 - start  # strtof reads the "0" and stops at "x"
-        if q < end and _lower(buf[q]) == 112:
-            r = q + 1
-            exp_negative = False
-            if r < end and (buf[r] == 45 or buf[r] == 43):
-                exp_negative = buf[r] == 45
-                r += 1
-            if r < end and 48 <= buf[r] <= 57:
-                e = 0
-                while r < end and 48 <= buf[r] <= 57:
-                    if e < 100000:
-                        e = e * 10 + (buf[r] - 48)
-                    r += 1
-                value = value * 2.0 ** (-e if exp_negative else e)
-                q = r
         return (-value if negative else value), q - start
-    mantissa = 0.0
-    exponent = 0
-    digits = 0
-    while p < end and 48 <= buf[p] <= 57:
-        if digits < 19:
-            mantissa = mantissa * 10.0 + (buf[p] - 48)
-        else:
-            exponent += 1
-        digits += 1
-        p += 1
-    if p < end and buf[p] == 46:
-        p += 1
-        while p < end and 48 <= buf[p] <= 57:
-            if digits < 19:
-                mantissa = mantissa * 10.0 + (buf[p] - 48)
-                exponent -= 1
-            digits += 1
-            p += 1
+    mantissa, exponent, digits, p = _decimal(buf, p, end)
     if digits == 0:
         return 0.0, 0
     if p < end and (buf[p] == 101 or buf[p] == 69):
-        q = p + 1
-        exp_negative = False
-        if q < end and (buf[q] == 45 or buf[q] == 43):
-            exp_negative = buf[q] == 45
-            q += 1
-        if q < end and 48 <= buf[q] <= 57:
-            e = 0
-            while q < end and 48 <= buf[q] <= 57:
-                if e < 100000:
-                    e = e * 10 + (buf[q] - 48)
-                q += 1
-            exponent += -e if exp_negative else e
+        e, count, q = _signed_exponent(buf, p + 1, end)
+        if count:
+            exponent += e
             p = q
     value = _scale10(mantissa, exponent)
     return (-value if negative else value), p - start
+
+
+@kernel
+def _hexadecimal(buf, p, end):
+    """``strtof``'s hex float after ``0x``: (value, new p); ``p`` unchanged if no hex digit."""
+    value = 0.0
+    scale = 1.0
+    fraction = False
+    q = p
+    seen = False
+    while q < end:
+        c = _lower(buf[q])
+        if 48 <= c <= 57 or 97 <= c <= 102:
+            digit = c - 48 if c <= 57 else c - 87
+            if fraction:
+                scale /= 16.0
+                value += digit * scale
+            else:
+                value = value * 16.0 + digit
+            seen = True
+        elif c == 46 and not fraction:
+            fraction = True
+        else:
+            break
+        q += 1
+    if not seen:
+        return 0.0, p
+    if q < end and _lower(buf[q]) == 112:
+        e, count, r = _signed_exponent(buf, q + 1, end)
+        if count:
+            value = value * 2.0 ** e
+            q = r
+    return value, q
 
 
 @kernel
