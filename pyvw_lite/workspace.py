@@ -131,6 +131,7 @@ class Workspace:
         self.ignore = interactions_mod.namespace_mask(o)
         self.hash_all = o.hash == "all"
         self.training = not o.testonly
+        self.models = 1
         if self.model is not None:
             self._restore(self.model)
         else:
@@ -139,10 +140,10 @@ class Workspace:
                 self.weights[:, gd.G] = initial_t
             if not o.noconstant and o.constant:
                 self.weights[CONSTANT_HASH & self.mask, gd.W] = o.constant
-            self.state = np.zeros(gd.STATE_SIZE, dtype=np.float64)
+            self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
             self.state[gd.T_SUM] = initial_t
-            if self.normalized and initial_t > 0:
-                self.state[gd.NORM_S] = self.state[gd.NORM_T] = initial_t
+            if self.normalized and initial_t > 0:  # VW starts sub-model 0's sums at initial_t
+                self.state[gd.NORM_BASE] = self.state[gd.NORM_BASE + 1] = initial_t
             if self.loss == LOGISTIC:
                 self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
         self.initial_t_shown = float(self.state[gd.T_SUM]) if self.model is not None else initial_t
@@ -185,7 +186,7 @@ class Workspace:
         self.state = np.asarray(state["learner"], dtype=np.float64).copy()
         if "power_t" in state and "power_t" not in self.options.given:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
-        if self.state.shape[0] != gd.STATE_SIZE:
+        if self.state.shape[0] != gd.state_size(self.models):
             raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
 
     # ------------------------------------------------------------------ parsing
@@ -291,7 +292,7 @@ class Workspace:
             self.nan_predictions += gd.learn_examples(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
-                pred[part], raw[part], loss[part])
+                self.mask, pred[part], raw[part], loss[part])
         return pred, raw, loss, nfeat
 
     def _as_batch(self, examples) -> ParsedBatch:
@@ -325,7 +326,8 @@ class Workspace:
         if self.stride > 1 and not predict_only:
             values = values[:, :3]
         state = {"learner": self.state.tolist() if not predict_only
-                 else [0.0, 0.0, 0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL])],
+                 else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL])]
+                 + [0.0] * (2 * self.models),
                  "stride": self.stride, "predict_only": bool(predict_only)}
         if not predict_only:
             state["power_t"] = self.options.power_t
@@ -339,8 +341,8 @@ class Workspace:
     def write_readable_model(self, path: str) -> None:
         predict_only = self.options.predict_only_model
         resume = None if predict_only else [
-            f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_S]:g}",
-            f"total_weight {self.state[gd.NORM_T]:g}"]
+            f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_BASE]:g}",
+            f"total_weight {self.state[gd.NORM_BASE + 1]:g}"]
         nonzero = np.flatnonzero(self.weights[:, gd.W] != 0)
         body = "".join(self._weight_text(str(slot), int(slot), predict_only) for slot in nonzero)
         self._write_text_model(path, body, resume)

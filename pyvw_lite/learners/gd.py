@@ -26,9 +26,19 @@ X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
 X2_MIN = X_MIN * X_MIN
 X2_MAX = 3.40282e38
 
-# Indices into the float64 ``state`` vector of a linear learner.
-T_SUM, NORM_S, NORM_T, MIN_LABEL, MAX_LABEL = range(5)
-STATE_SIZE = 5
+# The float64 ``state`` vector: schedule time, the label range, then for every sub-model (class
+# or tree node; VW keeps one per sub-model) the normalizer sums S (Σ h·|x|²/N²) and T (Σ h).
+T_SUM, MIN_LABEL, MAX_LABEL = range(3)
+NORM_BASE = 3
+
+
+def state_size(models: int) -> int:
+    return NORM_BASE + 2 * models
+
+
+# Multiclass slots (SPEC §D.5): class or node c of feature hash fh lives at (fh + c·P_C) & mask;
+# the odd multiplier keeps one feature's K slots apart for any K < 2^b.
+CLASS_STRIDE = 0x9E3779B1
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
     P_FIXED_RANGE = range(9)
@@ -248,21 +258,33 @@ def _decay(value, power_t):
 
 
 @kernel(inline="always")
-def predict_flat(weights, slots, values, first, last, initial):
+def predict_flat(weights, slots, values, first, last, offset, mask, initial):
+    """Raw score of one flattened example for the sub-model at slot ``offset``."""
     raw = initial
-    for k in range(first, last):
-        raw += weights[slots[k], W] * values[k]
+    if offset == 0:
+        for k in range(first, last):
+            raw += weights[slots[k], W] * values[k]
+    else:
+        for k in range(first, last):
+            raw += weights[(slots[k] + offset) & mask, W] * values[k]
     return raw
 
 
 @kernel(inline="always")
-def _learn_flat(weights, slots, values, first, last, state, params, pred, label, importance,
-                gradient2, aux):
-    """One importance-aware GD step on a flattened example (VW gd.cc ``update``)."""
+def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask, model,
+                state, params, pred, label, importance, gradient2, aux):
+    """One importance-aware GD step (VW gd.cc ``update``) on a binary example.
+
+    The example's features are ``x`` at sub-model ``offset_a`` and, when ``two_sided``, ``-x`` at
+    ``offset_b``: a scoring-filter-tree match ``f(c1) - f(c2)`` (SPEC §D.3) moves both
+    competitors along the exact flow with the summed sensitivity.  ``model`` picks the
+    normalizer sums.
+    """
     loss = np.int64(params[P_LOSS])
     adaptive = params[P_ADAPTIVE] != 0.0
     normalized = params[P_NORMALIZED] != 0.0
     power_t = params[P_POWER_T]
+    sides = 2 if two_sided else 1
     multiplier = 1.0
     if adaptive or normalized:
         grad2 = importance * gradient2
@@ -270,38 +292,42 @@ def _learn_flat(weights, slots, values, first, last, state, params, pred, label,
             return
         norm_x = 0.0
         per_update = 0.0
-        for k in range(first, last):
-            slot = slots[k]
-            x = values[k]
-            x2 = x * x
-            if x2 < X2_MIN:
-                x2 = X2_MIN
-                x = X_MIN if x > 0.0 else -X_MIN
-            g = 0.0
-            if adaptive:
-                weights[slot, G] += grad2 * x2
-                g = np.float64(weights[slot, G])
-            norm = 1.0
-            if normalized:
-                ax = abs(x)
-                norm = np.float64(weights[slot, N])
-                if ax > norm:
-                    if norm > 0.0:
-                        ratio = norm / ax
-                        weights[slot, W] *= ratio ** (2.0 * (1.0 - power_t)) if adaptive else ratio * ratio
-                    weights[slot, N] = ax
+        for side in range(sides):
+            offset = offset_a if side == 0 else offset_b
+            for k in range(first, last):
+                slot = (slots[k] + offset) & mask
+                x = values[k]
+                x2 = x * x
+                if x2 < X2_MIN:
+                    x2 = X2_MIN
+                    x = X_MIN if x > 0.0 else -X_MIN
+                g = 0.0
+                if adaptive:
+                    weights[slot, G] += grad2 * x2
+                    g = np.float64(weights[slot, G])
+                norm = 1.0
+                if normalized:
+                    ax = abs(x)
                     norm = np.float64(weights[slot, N])
-                norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
-            rate = _rate(g, norm, adaptive, normalized, power_t)
-            weights[slot, RATE] = rate
-            per_update += x2 * rate
+                    if ax > norm:
+                        if norm > 0.0:
+                            ratio = norm / ax
+                            weights[slot, W] *= ratio ** (2.0 * (1.0 - power_t)) if adaptive \
+                                else ratio * ratio
+                        weights[slot, N] = ax
+                        norm = np.float64(weights[slot, N])
+                    norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
+                rate = _rate(g, norm, adaptive, normalized, power_t)
+                weights[slot, RATE] = rate
+                per_update += x2 * rate
         if normalized:
-            state[NORM_S] += importance * norm_x
-            state[NORM_T] += importance
+            s_index = NORM_BASE + 2 * model
+            state[s_index] += importance * norm_x
+            state[s_index + 1] += importance
             if adaptive:
-                multiplier = _decay(state[NORM_S] / state[NORM_T], 1.0 - power_t)
+                multiplier = _decay(state[s_index] / state[s_index + 1], 1.0 - power_t)
             else:
-                multiplier = state[NORM_T] / state[NORM_S]
+                multiplier = state[s_index + 1] / state[s_index]
             per_update *= multiplier
         scale = params[P_ETA] * importance
         if not adaptive:
@@ -311,6 +337,7 @@ def _learn_flat(weights, slots, values, first, last, state, params, pred, label,
         for k in range(first, last):
             x2 = values[k] * values[k]
             per_update += x2 if x2 >= X2_MIN else X2_MIN
+        per_update *= sides
         scale = params[P_ETA] * importance * _decay(state[T_SUM], power_t)
     if params[P_INVARIANT] != 0.0:
         update = importance_aware_update(loss, pred, label, scale, per_update, aux)
@@ -319,17 +346,19 @@ def _learn_flat(weights, slots, values, first, last, state, params, pred, label,
     if not math.isfinite(update) or update == 0.0:
         return
     update *= multiplier
-    if adaptive or normalized:
+    stateful = adaptive or normalized
+    for side in range(sides):
+        offset = offset_a if side == 0 else offset_b
+        signed = update if side == 0 else -update
         for k in range(first, last):
-            weights[slots[k], W] += update * values[k] * weights[slots[k], RATE]
-    else:
-        for k in range(first, last):
-            weights[slots[k], W] += update * values[k]
+            slot = (slots[k] + offset) & mask
+            step = signed * values[k]
+            weights[slot, W] += step * weights[slot, RATE] if stateful else step
 
 
 @kernel
 def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
-                   weights, state, params, out_pred, out_raw, out_loss):
+                   weights, state, params, mask, out_pred, out_raw, out_loss):
     """Predict (and, when training, learn) each flattened example in order.
 
     Writes the clipped prediction, raw score and weighted loss (labelled examples only);
@@ -349,7 +378,7 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                 state[MIN_LABEL] = label
             if label > state[MAX_LABEL]:
                 state[MAX_LABEL] = label
-        raw = predict_flat(weights, slots, values, first, last, initials[e])
+        raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
         if math.isnan(raw):
             nan_count += 1
             raw = 0.0
@@ -361,6 +390,6 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
         if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
             state[T_SUM] += importance
             if loss_is_positive(loss, pred, label, value):
-                _learn_flat(weights, slots, values, first, last, state, params, pred, label,
-                            importance, gradient2, aux)
+                _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state,
+                            params, pred, label, importance, gradient2, aux)
     return nan_count
