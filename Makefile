@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT := demo-out
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,5 +30,10 @@ bench: install
 	$(BIN)/python -m pip install --quiet vowpalwabbit
 	$(BIN)/pyvw-lite bench --repeat 5
 
-clean:
+# numba keys a cached kernel on its own file only: after editing a module that other kernels
+# inline (learners/gd.py, learners/losses.py), drop the caches.
+clean-cache:
+	find pyvw_lite -name '*.nbi' -delete -o -name '*.nbc' -delete
+
+clean: clean-cache
 	rm -rf $(VENV) $(OUT)

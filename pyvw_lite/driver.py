@@ -67,6 +67,8 @@ class Driver:
         lines = list(ws.interactions.messages)
         if o.testonly:
             lines.append("only testing")
+        if ws.reduction is not None and ws.reduction.names is not None:
+            lines.append(f"parsed {len(ws.reduction.names)} named labels")
         if o.final_regressor:
             lines.append(f"final_regressor = {o.final_regressor}")
         if o.predictions:
@@ -79,14 +81,16 @@ class Driver:
         else:
             lines.append(f"creating cache_file = {cache_path}" if cache_path else "using no cache")
             lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
+        top = [ws.reduction.name] if ws.reduction is not None else ["count_label"]
         learners = ["gd"] + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
-            + ["scorer-identity", "count_label"]
+            + ["scorer-identity"] + top
         lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
                   f"initial_t = {ws.initial_t_shown:g}", f"power_t = {o.power_t:g}"]
         if o.passes > 1:
             lines.append(f"decay_learning_rate = {o.decay_learning_rate:g}")
-        lines += ["Enabled learners: " + ", ".join(learners), "Input label = SIMPLE",
-                  "Output pred = SCALAR"]
+        kind = "MULTICLASS" if ws.reduction is not None else None
+        lines += ["Enabled learners: " + ", ".join(learners),
+                  f"Input label = {kind or 'SIMPLE'}", f"Output pred = {kind or 'SCALAR'}"]
         return lines
 
     # ------------------------------------------------------------------ batches
@@ -120,14 +124,15 @@ class Driver:
                 out[k] = value[0]
         return outputs
 
-    @staticmethod
-    def _prediction_lines(batch: ParsedBatch, rows: np.ndarray, values: np.ndarray) -> str:
+    def _prediction_lines(self, batch: ParsedBatch, rows: np.ndarray, values: np.ndarray) -> str:
         tags = batch.ex_int[rows, TAG_START]
         ends = batch.ex_int[rows, TAG_END]
         buf = batch.buf
         lines = []
+        reduction = self.ws.reduction
         for value, start, end in zip(values.tolist(), tags.tolist(), ends.tolist()):
-            text = format_prediction(value)
+            text = reduction.label_text(int(value)) if reduction is not None \
+                else format_prediction(value)
             if start >= 0:
                 text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
             lines.append(text)
@@ -181,9 +186,10 @@ class Driver:
                 if bar is not None:
                     bar.update(0, f"pass {pass_index + 1}")
                 for batch in batches:
-                    rows = np.arange(batch.ex_int.shape[0]) if from_cache else ws._valid_rows(batch)
+                    rows = ws.prepare_cached(batch) if from_cache else ws._valid_rows(batch)
                     if cache_writer is not None:
-                        cache_writer.write(batch, rows)
+                        cache_writer.write(batch, rows, keep_label_text=ws.reduction is not None
+                                           and not ws.reduction.parse_label_number)
                     self._process_batch(batch, rows, writers)
                     if bar is not None:
                         bar.update(tracker.bytes_read)
@@ -225,13 +231,22 @@ class Driver:
             pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout)
         else:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
-        labelled = batch.ex_int[rows, NLABEL] > 0
-        labels = batch.ex_float[rows, LABEL]
+        multiclass = ws.reduction
+        if multiclass is not None:
+            classes = batch.classes[rows]
+            labelled = classes >= 0
+            labels = np.zeros(rows.size)
+            label_text = lambda i: multiclass.label_text(int(classes[i]))  # noqa: E731
+            prediction_text = lambda i: multiclass.label_text(int(pred[i]))  # noqa: E731
+        else:
+            labelled = batch.ex_int[rows, NLABEL] > 0
+            labels = batch.ex_float[rows, LABEL]
+            label_text = lambda i: f"{labels[i]:.4f}" if labelled[i] else "unknown"  # noqa: E731
+            prediction_text = lambda i: f"{pred[i]:.4f}"  # noqa: E731
         self.progress.account(
             weight=batch.ex_float[rows, 1], loss=loss, labelled=labelled,
             holdout=holdout.astype(bool), label=labels, features=nfeat,
-            label_text=lambda i: f"{labels[i]:.4f}" if labelled[i] else "unknown",
-            prediction_text=lambda i: f"{pred[i]:.4f}")
+            label_text=label_text, prediction_text=prediction_text)
         for handle, which in writers:
             handle.write(self._prediction_lines(batch, rows, pred if which == 0 else raw))
 
@@ -246,7 +261,7 @@ class Driver:
         if o.invert_hash:
             self._write_invert_hash(o.invert_hash)
         if self.err is not None:
-            constant = self.progress.best_constant(
+            constant = None if ws.reduction is not None else self.progress.best_constant(
                 ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
             if ws.skipped:
                 self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")

@@ -119,6 +119,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
            metavar="V"),
     Option("random_seed", INT, 0, "seed of every random choice", "Learning", metavar="N"),
+    # multiclass reductions
+    Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True,
+           metavar="K"),
+    Option("ect", INT, 0, "filter tree over K classes (VW's error-correcting tournament with "
+           "--error 0)", "Multiclass", keep=True, metavar="K"),
+    Option("ft", INT, 0, "alias of --ect", "Multiclass", keep=True, metavar="K"),
+    Option("error", INT, 0, "errors the tournament corrects (only 0 is supported)", "Multiclass",
+           metavar="E"),
+    Option("sft", INT, 0, "scoring filter tree over K classes", "Multiclass", keep=True,
+           metavar="K"),
+    Option("named_labels", STR, None, "class names, comma separated, for labels 1..K",
+           "Multiclass", keep=True, metavar="A,B,C"),
+    Option("indexing", INT, None, "labels are 0..K-1 (0) or 1..K (1); detected when not given",
+           "Multiclass", keep=True, choices=("0", "1"), metavar="0|1"),
 )
 
 BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -167,6 +181,9 @@ class Options:
 
 
 def _convert(opt: Option, text: str) -> Any:
+    if opt.choices and text not in opt.choices:
+        raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
+                          f"{', '.join(opt.choices)}")
     try:
         if opt.kind == INT:
             return int(text)
@@ -175,9 +192,6 @@ def _convert(opt: Option, text: str) -> Any:
     except ValueError:
         raise OptionError(f"option '--{opt.name}': {text!r} is not a valid "
                           f"{'integer' if opt.kind == INT else 'number'}") from None
-    if opt.choices and text not in opt.choices:
-        raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
-                          f"{', '.join(opt.choices)}")
     return text
 
 

@@ -131,7 +131,8 @@ class Workspace:
         self.ignore = interactions_mod.namespace_mask(o)
         self.hash_all = o.hash == "all"
         self.training = not o.testonly
-        self.models = 1
+        self.reduction = self._multiclass_reduction(o)
+        self.models = self.reduction.models if self.reduction is not None else 1
         if self.model is not None:
             self._restore(self.model)
         else:
@@ -141,12 +142,12 @@ class Workspace:
             if not o.noconstant and o.constant:
                 self.weights[CONSTANT_HASH & self.mask, gd.W] = o.constant
             self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
-            self.state[gd.T_SUM] = initial_t
+            self.state[gd.T_SUM] = self.state[gd.T_SEEN] = initial_t
             if self.normalized and initial_t > 0:  # VW starts sub-model 0's sums at initial_t
                 self.state[gd.NORM_BASE] = self.state[gd.NORM_BASE + 1] = initial_t
             if self.loss == LOGISTIC:
                 self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
-        self.initial_t_shown = float(self.state[gd.T_SUM]) if self.model is not None else initial_t
+        self.initial_t_shown = float(self.state[gd.T_SEEN]) if self.model is not None else initial_t
         fixed = o.min_prediction is not None or o.max_prediction is not None
         if o.min_prediction is not None:
             self.state[gd.MIN_LABEL] = o.min_prediction
@@ -166,6 +167,16 @@ class Workspace:
         self._scratch = None
         self.skipped = 0
         self.label_warnings = 0
+
+    @staticmethod
+    def _multiclass_reduction(o: Options):
+        from .reductions import ect, oaa, sft
+        found = [r for r in (oaa.setup(o), ect.setup(o), sft.setup(o)) if r is not None]
+        if len(found) > 1:
+            raise OptionError("give one multiclass reduction: --oaa, --ect (--ft) or --sft")
+        if not found and (o.named_labels or o.indexing is not None):
+            raise OptionError("--named_labels and --indexing need --oaa, --ect or --sft")
+        return found[0] if found else None
 
     def _restore(self, model: ModelData) -> None:
         state = model.state
@@ -203,9 +214,10 @@ class Workspace:
         return self._parse_chunk(buf, starts, ends, 1, source, record_spans)
 
     def _parse_chunk(self, buf, starts, ends, first_line, source, record_spans=False) -> ParsedBatch:
+        numeric = self.reduction is None or self.reduction.parse_label_number
         return parse_buffer(buf, starts, ends, hash_seed=self.options.hash_seed,
-                            hash_all=self.hash_all, record_spans=record_spans,
-                            first_line=first_line, source=source)
+                            hash_all=self.hash_all, parse_label_number=numeric,
+                            record_spans=record_spans, first_line=first_line, source=source)
 
     # ------------------------------------------------------------------ example checks
     def _log(self, text: str) -> None:
@@ -223,6 +235,8 @@ class Workspace:
             self._log(f"[warning] {message}; example skipped")
         self.skipped += bad.size
         rows = np.flatnonzero(status == OK)
+        if self.reduction is not None:
+            return self._multiclass_rows(batch, rows, report=True)
         if self.loss in (LOGISTIC, HINGE) and rows.size:
             labelled = batch.ex_int[rows, NLABEL] > 0
             labels = batch.ex_float[rows, LABEL]
@@ -245,6 +259,31 @@ class Workspace:
                 self.skipped += int((~keep).sum())
                 rows = rows[keep]
         return rows
+
+    def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
+        """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
+        def log(row, text):
+            where = f"{batch.source}:{batch.first_line + int(row)}"
+            if self.options.strict_parse:
+                raise ParseError(f"{where}: {text} (line: {batch.line_text(int(row))!r})")
+            if report:
+                self._log(f"[warning] {where}: {text}")
+
+        from .reductions.multiclass import INVALID, UNLABELLED
+        classes = self.reduction.classes_of(batch, rows, log, self._log if report else
+                                            (lambda text: None))
+        batch.classes = np.full(batch.ex_int.shape[0], UNLABELLED, dtype=np.int64)
+        batch.classes[rows] = classes
+        keep = classes != INVALID
+        skipped = int((~keep).sum())
+        if report:
+            self.skipped += skipped
+        return rows[keep]
+
+    def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
+        """Rows of a batch read back from the cache (validated when it was written)."""
+        rows = np.arange(batch.ex_int.shape[0])
+        return self._multiclass_rows(batch, rows, report=False) if self.reduction else rows
 
     # ------------------------------------------------------------------ learning
     def expand(self, batch: ParsedBatch, rows: np.ndarray, record_origin: bool = False):
@@ -286,6 +325,11 @@ class Workspace:
         importances = np.ascontiguousarray(batch.ex_float[picked, WEIGHT])
         initials = np.ascontiguousarray(batch.ex_float[picked, INITIAL])
         labelled = (batch.ex_int[picked, NLABEL] > 0).view(np.uint8)
+        if training:
+            self.state[gd.T_SEEN] += float(importances.sum())
+        if self.reduction is not None:
+            return self._run_multiclass(batch, rows, holdout, importances, initials, pred, loss,
+                                        nfeat)
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
@@ -294,6 +338,20 @@ class Workspace:
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part])
         return pred, raw, loss, nfeat
+
+    def _run_multiclass(self, batch, rows, holdout, importances, initials, pred, loss, nfeat):
+        if batch.classes is None:
+            self._multiclass_rows(batch, rows, report=False)
+        classes = batch.classes[rows]
+        predicted = np.empty(rows.size, dtype=np.int64)
+        for first, count, starts, slots, values, _ in self.expand(batch, rows):
+            part = slice(first, first + count)
+            nfeat[part] = np.diff(starts)
+            self.reduction.run(self, starts, slots, values, classes[part], importances[part],
+                               initials[part], holdout[part], predicted[part], None)
+        pred[:] = predicted
+        loss[:] = np.where((classes >= 0) & (predicted != classes), importances, 0.0)
+        return pred, pred.copy(), loss, nfeat
 
     def _as_batch(self, examples) -> ParsedBatch:
         return examples if isinstance(examples, ParsedBatch) else self.parse(examples)
@@ -326,7 +384,7 @@ class Workspace:
         if self.stride > 1 and not predict_only:
             values = values[:, :3]
         state = {"learner": self.state.tolist() if not predict_only
-                 else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL])]
+                 else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL]), 0.0]
                  + [0.0] * (2 * self.models),
                  "stride": self.stride, "predict_only": bool(predict_only)}
         if not predict_only:

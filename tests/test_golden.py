@@ -12,7 +12,7 @@ import pytest
 from conftest import GOLDEN, run_workspace
 
 CASES = {case["id"]: case for case in json.loads((GOLDEN / "tests.json").read_text())}
-COVERED = [36, 37, 53, 3, 4, 6, 7, 8, 184, 185, 578, 462, 135, 206]
+COVERED = [36, 37, 53, 3, 4, 6, 7, 8, 184, 185, 578, 462, 135, 206, 11, 86, 87]
 NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 

@@ -17,7 +17,8 @@ Block layout (little-endian), columns that hold only their default are left out:
     nfeat    uint8|uint16|uint32[segments]   features per segment
     hash     uint32[features]
     value    float32[features]      if FLAG_VALUE (some value ≠ 1)
-    taglen   uint32[rows], tag bytes          if FLAG_TAG
+    taglen   int32[rows] (-1: none), int64 size, tag bytes      if FLAG_TAG
+    lablen   int32[rows] (-1: none), int64 size, label bytes    if FLAG_LABEL_TEXT
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ MAGIC = b"PYVW-LITE CACHE\n"
 FORMAT = 2
 _BLOCK = struct.Struct("<qqqq")
 FLAG_WEIGHT, FLAG_INITIAL, FLAG_VALUE, FLAG_TAG = 1, 2, 4, 8
+FLAG_LABEL_TEXT = 256  # label tokens kept for --named_labels
 _COUNT_DTYPES = ("<u1", "<u2", "<u4")
 FLAG_COUNT_SHIFT = 4  # bits 4-5: nseg dtype, bits 6-7: nfeat dtype
 
@@ -71,7 +73,7 @@ class CacheWriter:
         header = json.dumps({"format": FORMAT, **settings}, sort_keys=True).encode("utf-8")
         self._handle.write(MAGIC + struct.pack("<I", len(header)) + header)
 
-    def write(self, batch: ParsedBatch, rows: np.ndarray) -> None:
+    def write(self, batch: ParsedBatch, rows: np.ndarray, keep_label_text: bool = False) -> None:
         """Cache the example ``rows`` of a batch, in order."""
         if rows.size == 0:
             return
@@ -84,11 +86,11 @@ class CacheWriter:
         weight = batch.ex_float[rows, WEIGHT]
         initial = batch.ex_float[rows, INITIAL]
         values = batch.feat_value[feat_index]
-        has_tag = ex[:, TAG_START] >= 0
         flags = ((FLAG_WEIGHT if np.any(weight != 1.0) else 0)
                  | (FLAG_INITIAL if np.any(initial != 0.0) else 0)
                  | (FLAG_VALUE if np.any(values != 1.0) else 0)
-                 | (FLAG_TAG if has_tag.any() else 0))
+                 | (FLAG_TAG if np.any(ex[:, TAG_START] >= 0) else 0)
+                 | (FLAG_LABEL_TEXT if keep_label_text else 0))
         seg_code, feat_code = _count_dtype(nseg), _count_dtype(nfeat)
         flags |= (seg_code << FLAG_COUNT_SHIFT) | (feat_code << (FLAG_COUNT_SHIFT + 2))
         out = [_BLOCK.pack(rows.size, seg.shape[0], feat_index.size, flags),
@@ -105,11 +107,9 @@ class CacheWriter:
         if flags & FLAG_VALUE:
             out.append(values.astype("<f4").tobytes())
         if flags & FLAG_TAG:
-            lengths = np.where(has_tag, ex[:, TAG_END] - ex[:, TAG_START], 0)
-            blob, _ = gather_spans(batch.buf, ex[has_tag, TAG_START].astype(np.int64),
-                                   ex[has_tag, TAG_END].astype(np.int64))
-            out.append(np.where(has_tag, lengths, -1).astype("<i4").tobytes())
-            out.append(struct.pack("<q", blob.size) + blob.tobytes())
+            out.append(_span_bytes(batch.buf, ex[:, TAG_START], ex[:, TAG_END]))
+        if flags & FLAG_LABEL_TEXT:
+            out.append(_span_bytes(batch.buf, ex[:, LAB_START], ex[:, LAB_END]))
         self._handle.write(b"".join(out))
 
     def close(self) -> None:
@@ -120,6 +120,14 @@ class CacheWriter:
             self._context.__exit__(RuntimeError, RuntimeError("aborted"), None)
         except RuntimeError:
             pass
+
+
+def _span_bytes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
+    """Lengths (-1 for none) then the concatenated bytes of optional per-example spans."""
+    present = starts >= 0
+    blob, _ = gather_spans(buf, starts[present].astype(np.int64), ends[present].astype(np.int64))
+    lengths = np.where(present, ends - starts, -1).astype("<i4")
+    return lengths.tobytes() + struct.pack("<q", blob.size) + blob.tobytes()
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -193,21 +201,22 @@ class CacheReader:
         feat_bounds = np.concatenate([[0], seg_end])
         ex_int[:, FEAT_START] = feat_bounds[ex_seg_end - nseg]
         ex_int[:, FEAT_END] = feat_bounds[ex_seg_end]
-        ex_int[:, LAB_START] = -1
-        ex_int[:, LAB_END] = -1
-        text = np.zeros(0, np.uint8)
-        if flags & FLAG_TAG:
-            lengths = read("<i4", n).astype(np.int64)
-            (blob_size,) = struct.unpack("<q", handle.read(8))
-            text = read("u1", blob_size)
-            present = lengths >= 0
-            sizes = np.where(present, lengths, 0)
-            ends = np.cumsum(sizes)
-            ex_int[:, TAG_START] = np.where(present, ends - sizes, -1)
-            ex_int[:, TAG_END] = np.where(present, ends, -1)
-        else:
-            ex_int[:, TAG_START] = -1
-            ex_int[:, TAG_END] = -1
+        pieces = []
+        for flag, start_col, end_col in ((FLAG_TAG, TAG_START, TAG_END),
+                                         (FLAG_LABEL_TEXT, LAB_START, LAB_END)):
+            ex_int[:, start_col] = -1
+            ex_int[:, end_col] = -1
+            if flags & flag:
+                lengths = read("<i4", n).astype(np.int64)
+                (blob_size,) = struct.unpack("<q", handle.read(8))
+                blob = read("u1", blob_size)
+                present = lengths >= 0
+                sizes = np.where(present, lengths, 0)
+                ends = np.cumsum(sizes) + sum(piece.size for piece in pieces)
+                ex_int[:, start_col] = np.where(present, ends - sizes, -1)
+                ex_int[:, end_col] = np.where(present, ends, -1)
+                pieces.append(blob)
+        text = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
         zeros = np.zeros(n, np.int64)
         return ParsedBatch(buf=text, ex_int=ex_int, ex_float=ex_float, seg=seg,
                            feat_hash=feat_hash, feat_value=feat_value, feat_span=None,

@@ -575,6 +575,7 @@ class ParsedBatch:
     source: str
     line_starts: np.ndarray
     line_ends: np.ndarray
+    classes: np.ndarray | None = None  # multiclass: class index per row (set by the learner)
 
     def line_text(self, row: int, limit: int = 200) -> str:
         """The raw text of one input line (for messages), shortened if very long."""

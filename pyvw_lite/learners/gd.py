@@ -26,10 +26,12 @@ X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
 X2_MIN = X_MIN * X_MIN
 X2_MAX = 3.40282e38
 
-# The float64 ``state`` vector: schedule time, the label range, then for every sub-model (class
-# or tree node; VW keeps one per sub-model) the normalizer sums S (Σ h·|x|²/N²) and T (Σ h).
-T_SUM, MIN_LABEL, MAX_LABEL = range(3)
-NORM_BASE = 3
+# The float64 ``state`` vector: schedule time (trained weight), the label range, the weight of
+# every example seen (VW's ``sd.t``, shown as initial_t when a model is loaded), then for every
+# sub-model (class or tree node; VW keeps one per sub-model) the normalizer sums S (Σ h·|x|²/N²)
+# and T (Σ h).
+T_SUM, MIN_LABEL, MAX_LABEL, T_SEEN = range(4)
+NORM_BASE = 4
 
 
 def state_size(models: int) -> int:

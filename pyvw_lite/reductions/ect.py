@@ -1,0 +1,93 @@
+"""``--ect K`` (``--error 0``; ``--ft K`` is an alias): VW's filter tree (VW_FACTS §5).
+
+Prediction walks from the root: at node ``n`` the score of binary problem ``n`` sends the example
+right when it is above 0.  Training follows the true label's path bottom-up: the node learns
+target -1 when the label arrives from its left child, +1 from its right; the node is then
+re-predicted with the updated weights (VW learns it again with weight 0) and the label advances
+only if that post-update prediction is on its side (SPEC erratum 6).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
+                           P_TRAINING, T_SUM, _learn_flat, predict_flat)
+from ..learners.losses import loss_is_positive, loss_terms
+from ..options import OptionError, Options
+from .multiclass import MulticlassReduction, widen_range
+from .tree import bracket
+
+
+@kernel
+def ect_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
+                 left, right, parent, weights, state, params, mask, out_pred):
+    training = params[P_TRAINING] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
+    loss = np.int64(params[P_LOSS])
+    root = 2 * n_classes - 2
+    for e in range(classes.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        node = root
+        while node >= n_classes:
+            problem = node - n_classes
+            raw = predict_flat(weights, slots, values, first, last,
+                               (problem * CLASS_STRIDE) & mask, mask, initials[e])
+            score = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+            node = right[problem] if score > 0.0 else left[problem]
+        out_pred[e] = node
+        truth = classes[e]
+        importance = importances[e]
+        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
+            continue
+        state[T_SUM] += importance
+        node = truth
+        while parent[node] >= 0:
+            up = parent[node]
+            problem = up - n_classes
+            offset = (problem * CLASS_STRIDE) & mask
+            label = -1.0 if left[problem] == node else 1.0
+            if not fixed_range:
+                widen_range(state, label)
+            raw = predict_flat(weights, slots, values, first, last, offset, mask, initials[e])
+            pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+            value, gradient2, aux = loss_terms(loss, pred, label)
+            if loss_is_positive(loss, pred, label, value):
+                _learn_flat(weights, slots, values, first, last, offset, 0, False, mask, problem,
+                            state, params, pred, label, importance, gradient2, aux)
+            raw = predict_flat(weights, slots, values, first, last, offset, mask, initials[e])
+            after = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+            if (after > 0.0) != (label > 0.0):
+                break  # the label loses this match: nodes above never see it
+            node = up
+
+
+class FilterTree(MulticlassReduction):
+    name = "ect"
+    out_of_range = "skip"
+
+    def __init__(self, options: Options, classes: int):
+        super().__init__(options, classes)
+        self.tree = bracket(classes)
+
+    @property
+    def models(self) -> int:
+        return max(1, self.classes - 1)
+
+    def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
+            out_scores):
+        ect_examples(starts, slots, values, classes, importances, initials, holdout,
+                     self.classes, self.tree.left, self.tree.right, self.tree.parent, ws.weights,
+                     ws.state, ws.params, ws.mask, out_pred)
+
+
+def setup(options: Options) -> FilterTree | None:
+    classes = options.ect or options.ft
+    if not classes:
+        return None
+    if options.ect and options.ft:
+        raise OptionError("--ft is an alias of --ect: give one of them")
+    if options.error:
+        raise OptionError("option '--error': only --error 0 (the filter tree) is supported")
+    return FilterTree(options, classes)

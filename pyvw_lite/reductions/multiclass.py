@@ -1,0 +1,109 @@
+"""What the multiclass reductions share: label reading (VW's rules), reporting, and the
+label-range bookkeeping of their binary sub-problems.
+
+Labels are integers ``1..K`` (VW switches to ``0..K-1`` when it first sees a 0 before a K;
+``--indexing`` fixes it) or names given by ``--named_labels a,b,c``.  A label that is not an
+integer is a malformed example (skipped with a located warning); a label outside the range is
+handled per reduction: ``--oaa`` maps it to the last class (as VW), the trees skip it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
+from ..jit import kernel
+from ..learners.gd import MAX_LABEL, MIN_LABEL
+from ..options import OptionError, Options
+
+UNLABELLED = -1
+INVALID = -2
+
+
+@kernel(inline="always")
+def widen_range(state, label):
+    """VW clips predictions to the labels seen so far; binary sub-problems see ±1."""
+    if label < state[MIN_LABEL]:
+        state[MIN_LABEL] = label
+    if label > state[MAX_LABEL]:
+        state[MAX_LABEL] = label
+
+
+class MulticlassReduction:
+    name = ""
+    out_of_range = "skip"  # or "last"
+
+    def __init__(self, options: Options, classes: int):
+        if classes < 1:
+            raise OptionError(f"option '--{self.name}': needs at least 1 class (got {classes})")
+        self.classes = classes
+        self.names: list[str] | None = None
+        if options.named_labels:
+            self.names = [name for name in options.named_labels.split(",")]
+            if len(self.names) != classes or len(set(self.names)) != classes or "" in self.names:
+                raise OptionError(f"option '--named_labels': {options.named_labels!r} must name "
+                                  f"{classes} distinct labels")
+            self.name_index = {name.encode(): k for k, name in enumerate(self.names)}
+        self.indexing = options.indexing  # None: detected from the data, as VW does
+
+    @property
+    def parse_label_number(self) -> bool:
+        return self.names is None
+
+    def label_text(self, value: int) -> str:
+        if value < 0:
+            return "unknown"
+        if self.names is not None:
+            return self.names[value]
+        return str(value + (0 if self.indexing == 0 else 1))
+
+    def classes_of(self, batch: ParsedBatch, rows: np.ndarray, log, where) -> np.ndarray:
+        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID`` (reported via ``log``)."""
+        labelled = batch.ex_int[rows, NLABEL] > 0
+        result = np.full(rows.size, UNLABELLED, dtype=np.int64)
+        if self.names is not None:
+            for k in np.flatnonzero(labelled):
+                row = rows[k]
+                token = bytes(batch.buf[batch.ex_int[row, LAB_START]:batch.ex_int[row, LAB_END]])
+                index = self.name_index.get(token)
+                if index is None:
+                    log(row, f"label {token.decode('utf-8', 'replace')!r} is not one of "
+                             f"--named_labels {','.join(self.names)}")
+                    result[k] = INVALID
+                else:
+                    result[k] = index
+            return result
+        values = batch.ex_float[rows, LABEL]
+        integral = labelled & (values == np.floor(values))
+        for k in np.flatnonzero(labelled & ~integral):
+            log(rows[k], f"multiclass label {values[k]:g} is not an integer")
+            result[k] = INVALID
+        integers = values[integral].astype(np.int64)
+        if self.indexing is None and integers.size:
+            zero, top = np.flatnonzero(integers == 0), np.flatnonzero(integers == self.classes)
+            if zero.size and (not top.size or zero[0] < top[0]):
+                self.indexing = 0
+                where(f"[info] label 0 found -- labels are now considered 0-indexed.")
+            elif top.size:
+                self.indexing = 1
+        offset = 0 if self.indexing == 0 else 1
+        index = integers - offset
+        bad = (index < 0) | (index >= self.classes)
+        if bad.any():
+            low, high = offset, self.classes - 1 + offset
+            positions = np.flatnonzero(integral)[bad]
+            for k, value in zip(positions, integers[bad]):
+                if self.out_of_range == "last":
+                    log(rows[k], f"label {value} is not in {{{low},{high}}}; using {high}")
+                else:
+                    log(rows[k], f"label {value} is not in {{{low},{high}}}; example skipped")
+            index[bad] = self.classes - 1 if self.out_of_range == "last" else INVALID
+        result[integral] = index
+        return result
+
+    @property
+    def models(self) -> int:
+        raise NotImplementedError
+
+    def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
+            out_scores):
+        raise NotImplementedError

@@ -1,0 +1,77 @@
+"""``--oaa K``: one-against-all, as VW's ``oaa.cc`` (VW_FACTS §5, SPEC §D.4).
+
+One prediction pass gives the K clipped class scores; the prediction is their argmax (ties go to
+the lowest class).  Learning then updates every class with the binary label ±1, each update
+starting from the score of that single prediction pass.  Class ``c`` keeps its weights at the
+slots ``(fh + c·P_C) & mask`` and its own normalizer sums (VW keeps them per class as well).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
+                           P_TRAINING, T_SUM, _learn_flat, predict_flat)
+from ..learners.losses import loss_is_positive, loss_terms
+from ..options import Options
+from .multiclass import MulticlassReduction, widen_range
+
+
+@kernel
+def oaa_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
+                 weights, state, params, mask, out_pred, out_scores, record_scores):
+    training = params[P_TRAINING] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
+    loss = np.int64(params[P_LOSS])
+    scores = np.empty(n_classes)
+    offsets = np.empty(n_classes, dtype=np.int64)
+    for c in range(n_classes):
+        offsets[c] = (c * CLASS_STRIDE) & mask
+    for e in range(classes.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        best = 0
+        for c in range(n_classes):
+            raw = predict_flat(weights, slots, values, first, last, offsets[c], mask, initials[e])
+            scores[c] = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+            if scores[c] > scores[best]:
+                best = c
+            if record_scores:
+                out_scores[e, c] = scores[c]
+        out_pred[e] = best
+        truth = classes[e]
+        importance = importances[e]
+        if training and truth >= 0 and holdout[e] == 0 and importance > 0.0:
+            state[T_SUM] += importance
+            if not fixed_range:
+                widen_range(state, -1.0)
+                widen_range(state, 1.0)
+            for c in range(n_classes):
+                label = 1.0 if c == truth else -1.0
+                value, gradient2, aux = loss_terms(loss, scores[c], label)
+                if loss_is_positive(loss, scores[c], label, value):
+                    _learn_flat(weights, slots, values, first, last, offsets[c], 0, False, mask,
+                                c, state, params, scores[c], label, importance, gradient2, aux)
+
+
+class OneAgainstAll(MulticlassReduction):
+    name = "oaa"
+    out_of_range = "last"  # VW remaps an out-of-range label to K (with a warning)
+
+    @property
+    def models(self) -> int:
+        return self.classes
+
+    def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
+            out_scores):
+        record = out_scores is not None
+        scores = out_scores if record else np.empty((1, 1))
+        oaa_examples(starts, slots, values, classes, importances, initials, holdout,
+                     self.classes, ws.weights, ws.state, ws.params, ws.mask, out_pred, scores,
+                     record)
+
+
+def setup(options: Options) -> OneAgainstAll | None:
+    if not options.oaa:
+        return None
+    return OneAgainstAll(options, options.oaa)

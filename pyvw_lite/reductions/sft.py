@@ -1,0 +1,111 @@
+"""``--sft K``: the scoring filter tree (SPEC §D.3).
+
+One shared model scores every class, ``f(x, c)``; a match between the winners ``c1`` (left) and
+``c2`` (right) of a node's children is decided by ``f(x, c1) - f(x, c2)``, so the tournament
+winner is the argmax of the scores and prediction is an O(K) argmax.  Training keeps the
+filter-tree structure: from the pre-update scores, each ancestor of the true class's leaf where
+the true class still competes gets the binary example "the true class beats its opponent";
+applied bottom-up, each is an exact importance-aware step along ``φ(x,c1) − φ(x,c2)`` that moves
+both competitors (``c1`` with ``+s``, ``c2`` with ``−s``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ..learners.gd import CLASS_STRIDE, P_LOSS, P_TRAINING, T_SUM, _learn_flat, predict_flat
+from ..learners.losses import loss_is_positive, loss_terms
+from ..options import Options
+from .multiclass import MulticlassReduction
+from .tree import bracket
+
+
+@kernel(inline="always")
+def _winner(scores, lo, hi):
+    best = lo
+    for c in range(lo + 1, hi + 1):
+        if scores[c] > scores[best]:
+            best = c
+    return best
+
+
+@kernel
+def sft_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
+                 left, right, parent, lo, hi, weights, state, params, mask, out_pred, out_scores,
+                 record_scores):
+    training = params[P_TRAINING] != 0.0
+    loss = np.int64(params[P_LOSS])
+    scores = np.empty(n_classes)
+    offsets = np.empty(n_classes, dtype=np.int64)
+    for c in range(n_classes):
+        offsets[c] = (c * CLASS_STRIDE) & mask
+    matches = np.empty((max(1, n_classes), 4), dtype=np.int64)  # node, c1, c2, label side
+    for e in range(classes.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        for c in range(n_classes):
+            scores[c] = predict_flat(weights, slots, values, first, last, offsets[c], mask,
+                                     initials[e])
+            if record_scores:
+                out_scores[e, c] = scores[c]
+        out_pred[e] = _winner(scores, 0, n_classes - 1)
+        truth = classes[e]
+        importance = importances[e]
+        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
+            continue
+        state[T_SUM] += importance
+        # the filter: matches the true class plays in the pre-update tournament
+        count = 0
+        child = truth
+        while parent[child] >= 0:
+            if child >= n_classes and _winner(scores, lo[child], hi[child]) != truth:
+                break
+            node = parent[child]
+            n = node - n_classes
+            c1 = _winner(scores, lo[left[n]], hi[left[n]])
+            c2 = _winner(scores, lo[right[n]], hi[right[n]])
+            matches[count, 0] = n
+            matches[count, 1] = c1
+            matches[count, 2] = c2
+            matches[count, 3] = 1 if c1 == truth else -1
+            count += 1
+            child = node
+        for m in range(count):  # bottom-up, each from the current weights
+            n = matches[m, 0]
+            a = offsets[matches[m, 1]]
+            b = offsets[matches[m, 2]]
+            label = np.float64(matches[m, 3])
+            p0 = predict_flat(weights, slots, values, first, last, a, mask, 0.0) \
+                - predict_flat(weights, slots, values, first, last, b, mask, 0.0)
+            value, gradient2, aux = loss_terms(loss, p0, label)
+            if loss_is_positive(loss, p0, label, value):
+                _learn_flat(weights, slots, values, first, last, a, b, True, mask, n, state,
+                            params, p0, label, importance, gradient2, aux)
+
+
+class ScoringFilterTree(MulticlassReduction):
+    name = "sft"
+    out_of_range = "skip"
+
+    def __init__(self, options: Options, classes: int):
+        super().__init__(options, classes)
+        self.tree = bracket(classes)
+
+    @property
+    def models(self) -> int:
+        return max(1, self.classes - 1)
+
+    def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
+            out_scores):
+        record = out_scores is not None
+        scores = out_scores if record else np.empty((1, 1))
+        t = self.tree
+        sft_examples(starts, slots, values, classes, importances, initials, holdout,
+                     self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
+                     ws.params, ws.mask, out_pred, scores, record)
+
+
+def setup(options: Options) -> ScoringFilterTree | None:
+    if not options.sft:
+        return None
+    return ScoringFilterTree(options, options.sft)

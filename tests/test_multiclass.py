@@ -1,0 +1,169 @@
+"""Multiclass reductions: SPEC §D checks [D1]-[D6], agreement with VW's --oaa/--ect, labels."""
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_workspace
+from pyvw_lite import Workspace
+from pyvw_lite.learners.gd import CLASS_STRIDE
+from pyvw_lite.reductions.tree import bracket
+
+HERE = Path(__file__).parent / "golden" / "multiclass"
+
+
+@pytest.mark.parametrize("classes", range(1, 40))
+def test_bracket_structure(classes):
+    """[D1] K-1 internal nodes, every class a leaf once, contiguous intervals (left = lower
+    classes), depth ceil(log2 K), root created last."""
+    tree = bracket(classes)
+    assert tree.left.size == classes - 1
+    assert tree.root == 2 * classes - 2 and tree.parent[tree.root] == -1
+    for n in range(classes - 1):
+        node = classes + n
+        left, right = tree.left[n], tree.right[n]
+        assert tree.parent[left] == node and tree.parent[right] == node
+        assert tree.lo[node] == tree.lo[left] and tree.hi[left] + 1 == tree.lo[right]
+        assert tree.hi[node] == tree.hi[right]
+        assert left < node and right < node  # created bottom-up
+    assert tree.lo[tree.root] == 0 and tree.hi[tree.root] == classes - 1
+    depth = max(tree.depth(leaf) for leaf in range(classes))
+    assert depth == int(np.ceil(np.log2(classes))) if classes > 1 else depth == 0
+
+
+def test_vw_tree_numbering():
+    five = bracket(5)
+    assert list(zip(five.left, five.right)) == [(0, 1), (2, 3), (5, 6), (7, 4)]
+    assert (bracket(10).left[-1], bracket(10).right[-1]) == (17, 14)
+
+
+def tournament_winner(scores, tree):
+    """Bottom-up tournament where every match goes to the higher score (ties: left)."""
+    winner = {leaf: leaf for leaf in range(tree.classes)}
+    for n in range(tree.classes - 1):
+        a, b = winner[tree.left[n]], winner[tree.right[n]]
+        winner[tree.classes + n] = a if scores[a] >= scores[b] else b
+    return winner[tree.root]
+
+
+def test_scoring_tournament_is_the_argmax():
+    """[D2] for any bracket, score-decided matches crown argmax (ties to the lowest class)."""
+    rng = np.random.default_rng(2)
+    for classes in range(1, 30):
+        tree = bracket(classes)
+        for _ in range(20):
+            scores = rng.integers(0, 4, size=classes).astype(float)  # many ties
+            assert tournament_winner(scores, tree) == int(np.argmax(scores))
+
+
+def sft_matches(scores, truth, tree):
+    """SPEC §D.3's training filter, written out plainly."""
+    out, child = [], truth
+    while tree.parent[child] >= 0:
+        if child >= tree.classes:
+            lo, hi = tree.lo[child], tree.hi[child]
+            if lo + int(np.argmax(scores[lo:hi + 1])) != truth:
+                break
+        node = tree.parent[child]
+        n = node - tree.classes
+        left, right = tree.left[n], tree.right[n]
+        c1 = tree.lo[left] + int(np.argmax(scores[tree.lo[left]:tree.hi[left] + 1]))
+        c2 = tree.lo[right] + int(np.argmax(scores[tree.lo[right]:tree.hi[right] + 1]))
+        out.append((n, c1, c2, 1 if c1 == truth else -1))
+        child = node
+    return out
+
+
+def test_sft_filter_emits_the_matches_the_true_class_plays():
+    """[D4] between 1 and depth matches; exactly depth(leaf) when the true class is predicted;
+    the label marks the side of the true class, which is one of the two competitors."""
+    rng = np.random.default_rng(4)
+    for classes in (2, 3, 5, 8, 13):
+        tree = bracket(classes)
+        for _ in range(200):
+            scores = rng.normal(size=classes)
+            truth = int(rng.integers(classes))
+            matches = sft_matches(scores, truth, tree)
+            assert 1 <= len(matches) <= tree.depth(truth)
+            if int(np.argmax(scores)) == truth:
+                assert len(matches) == tree.depth(truth)
+            for n, c1, c2, side in matches:
+                assert truth in (c1, c2) and (side == 1) == (c1 == truth)
+                left = tree.left[n]
+                assert (tree.lo[left] <= truth <= tree.hi[left]) == (side == 1)
+
+
+def test_class_slots_never_collide_with_each_other():
+    """[D5] one feature's K class slots are distinct (odd multiplier), and the class offsets of
+    a feature do not collide for K <= 32 at b >= 16."""
+    for bits in (16, 18, 24):
+        mask = (1 << bits) - 1
+        offsets = {(c * CLASS_STRIDE) & mask for c in range(32)}
+        assert len(offsets) == 32
+        rng = np.random.default_rng(bits)
+        for fh in rng.integers(0, 1 << 32, size=50):
+            assert len({(int(fh) + c * CLASS_STRIDE) & mask for c in range(32)}) == 32
+
+
+def test_sft_learns_separable_classes():
+    """[D6] SFT + linear hinge, 3000 online examples of separable 4-class data: test error small."""
+    rng = np.random.default_rng(6)
+    centres = rng.normal(scale=3.0, size=(4, 5))
+
+    def sample(n):
+        y = rng.integers(4, size=n)
+        x = centres[y] + rng.normal(scale=0.5, size=(n, 5))
+        return [f"{c + 1} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row))
+                for c, row in zip(y, x)], y
+    train, _ = sample(3000)
+    test, truth = sample(1000)
+    ws = Workspace("--sft 4 --loss_function hinge --quiet")
+    ws.learn(train)
+    predicted = ws.predict([line.split(" ", 1)[1] for line in test])
+    assert np.mean(predicted != truth) < 0.05
+
+
+@pytest.mark.parametrize("reduction,floor", [("oaa", 0.99), ("ect", 0.995)])
+def test_agreement_with_vw_on_rater_task_data(reduction, floor, tmp_path):
+    """20,000 rater-task lines at -b 24: predictions equal VW 9.11.9's except where hash
+    collisions (placed differently by the two weight layouts) change a score."""
+    data = tmp_path / "rt5.vw"
+    data.write_bytes(gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()))
+    out = tmp_path / "p.txt"
+    run_workspace(["-d", str(data), f"--{reduction}", "5", "-b", "24", "-p", str(out), "--quiet"])
+    ours = np.array(out.read_text().split(), dtype=int)
+    theirs = np.array(gzip.decompress((HERE / f"vw.{reduction}.b24.predict.gz").read_bytes())
+                      .split(), dtype=int)
+    assert ours.shape == theirs.shape == (20000,)
+    assert np.mean(ours == theirs) >= floor
+
+
+def test_labels_indexing_names_and_out_of_range(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("0 |a x\n2 |a y\n3 |a z\n2.5 |a w\n")
+    out, err, code = run_workspace(["-d", str(data), "--oaa", "3"])
+    assert "labels are now considered 0-indexed" in out
+    assert "label 3 is not in {0,2}; using 2" in out and "is not an integer" in out
+    out, err, code = run_workspace(["-d", str(data), "--ect", "3", "--indexing", "1"])
+    assert "label 0 is not in {1,3}; example skipped" in out
+    assert "skipped examples = 2" in err
+    named = tmp_path / "n.vw"
+    named.write_text("cat |a x\ndog |a y\nemu |a z\n")
+    out, err, code = run_workspace(["-d", str(named), "--sft", "2", "--named_labels", "cat,dog",
+                                    "-p", str(tmp_path / "p")])
+    assert "'emu' is not one of --named_labels cat,dog" in out
+    assert set((tmp_path / "p").read_text().split()) <= {"cat", "dog"}
+
+
+@pytest.mark.parametrize("reduction", ["oaa", "ect", "sft"])
+def test_multiclass_models_roundtrip_and_resume(reduction, tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_bytes(gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes())[:200_000])
+    model = tmp_path / "m"
+    run_workspace(["-d", str(data), f"--{reduction}", "5", "-f", str(model), "--quiet"])
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_workspace(["-d", str(data), "-t", "-i", str(model), "-p", str(a), "--quiet"])
+    run_workspace(["-d", str(data), "-t", f"--{reduction}", "5", "-i", str(model), "-p", str(b),
+                   "--quiet"])
+    assert a.read_text() == b.read_text() and len(a.read_text().split()) > 1000
