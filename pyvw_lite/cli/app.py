@@ -21,11 +21,18 @@ def bench(
     workdir: str = typer.Option(None, "--workdir", help="keep data and caches here"),
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also time VW (pip vowpalwabbit)"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
+    scenario: list[str] = typer.Option(None, "--scenario",
+                                       help="text, cache or sft (repeatable; default all)"),
 ) -> None:
     """Time pyvw-lite and VW side by side on seeded rater-task data; print the ratio."""
-    from .bench import results_json, run_bench
+    from .bench import SCENARIOS, results_json, run_bench
+    chosen = tuple(scenario) if scenario else SCENARIOS
+    unknown = [name for name in chosen if name not in SCENARIOS]
+    if unknown:
+        raise typer.BadParameter(f"unknown scenario {unknown[0]!r}; choose from "
+                                 + ", ".join(SCENARIOS))
     results = run_bench(lines=lines, repeat=repeat, seed=seed, loss=loss, workdir=workdir,
-                        peer=peer)
+                        peer=peer, chosen=chosen)
     if json_out:
         with open(json_out, "w") as handle:
             handle.write(results_json(results))

@@ -84,20 +84,30 @@ def _average_loss(stderr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def scenarios(data: str, lines: int, loss: str) -> list[Scenario]:
-    common = ["-d", data, "--loss_function", loss]
-    return [
-        Scenario("binary logistic, 1 pass, text", common, common, lines),
-        Scenario("binary logistic, 1 pass, cache",
-                 common + ["--cache_file", "ours.cache"], common + ["--cache_file", "vw.cache"],
-                 lines,
-                 prepare_ours=common + ["--cache_file", "ours.cache", "-k"],
-                 prepare_peer=common + ["--cache_file", "vw.cache", "-k"]),
-    ]
+SCENARIOS = ("text", "cache", "sft")
+
+
+def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
+              chosen: tuple[str, ...]) -> list[Scenario]:
+    common = ["-d", binary_data, "--loss_function", loss]
+    plan = {
+        "text": Scenario("binary logistic, 1 pass, text", common, common, lines),
+        "cache": Scenario("binary logistic, 1 pass, cache",
+                          common + ["--cache_file", "ours.cache"],
+                          common + ["--cache_file", "vw.cache"], lines,
+                          prepare_ours=common + ["--cache_file", "ours.cache", "-k"],
+                          prepare_peer=common + ["--cache_file", "vw.cache", "-k"]),
+        # the scoring filter tree against VW's filter tree, 5 classes, text, one pass
+        "sft": Scenario("--sft 5 (VW: --ect 5), 1 pass, text",
+                        ["-d", multiclass_data, "--sft", "5"],
+                        ["-d", multiclass_data, "--ect", "5"], lines),
+    }
+    return [plan[name] for name in chosen]
 
 
 def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: str = "logistic",
-              workdir: str | None = None, peer: bool = True, out=sys.stdout) -> list[Result]:
+              workdir: str | None = None, peer: bool = True, out=sys.stdout,
+              chosen: tuple[str, ...] = SCENARIOS) -> list[Result]:
     from ..synthetic import rater_task, write_vw
     own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-bench-")
@@ -107,11 +117,15 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
         if not os.path.exists(data):
             out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
             write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
+        multiclass = os.path.join(workdir, f"rt5_{lines}_{seed}.vw")
+        if "sft" in chosen and not os.path.exists(multiclass):
+            out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
+            write_vw(multiclass, rater_task(n_ratings=lines, classes=5, seed=seed))
         use_peer = peer and peer_available()
         if peer and not use_peer:
             out.write("vowpalwabbit is not installed (pip install vowpalwabbit): "
                       "timing pyvw-lite alone\n")
-        plan = scenarios(os.path.abspath(data), lines, loss)
+        plan = scenarios(os.path.abspath(data), os.path.abspath(multiclass), lines, loss, chosen)
         # warm the numba cache so no run pays a compile
         _timed(_ours_command(["-d", data, "--loss_function", loss, "--quiet", "-t"]), workdir)
         for scenario in plan:
