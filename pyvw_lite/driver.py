@@ -83,7 +83,7 @@ class Driver:
             lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
         top = [ws.reduction.name] if ws.reduction is not None else ["count_label"]
         learners = ["gd"] + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
-            + ["scorer-identity"] + top
+            + [ws.scorer.name] + (["binary"] if ws.binary is not None else []) + top
         lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
                   f"initial_t = {ws.initial_t_shown:g}", f"power_t = {o.power_t:g}"]
         if o.passes > 1:
@@ -131,8 +131,12 @@ class Driver:
         lines = []
         reduction = self.ws.reduction
         for value, start, end in zip(values.tolist(), tags.tolist(), ends.tolist()):
-            text = reduction.label_text(int(value)) if reduction is not None \
-                else format_prediction(value)
+            if isinstance(value, list):  # --scores / --probabilities: class:value for every class
+                text = " ".join(f"{reduction.label_text(c)}:{v:g}" for c, v in enumerate(value))
+            elif reduction is not None:
+                text = reduction.label_text(int(value))
+            else:
+                text = format_prediction(value)
             if start >= 0:
                 text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
             lines.append(text)
@@ -247,8 +251,10 @@ class Driver:
             weight=batch.ex_float[rows, 1], loss=loss, labelled=labelled,
             holdout=holdout.astype(bool), label=labels, features=nfeat,
             label_text=label_text, prediction_text=prediction_text)
+        scored = multiclass is not None and (self.o.scores or self.o.probabilities)
         for handle, which in writers:
-            handle.write(self._prediction_lines(batch, rows, pred if which == 0 else raw))
+            values = raw if which == 1 or scored else pred
+            handle.write(self._prediction_lines(batch, rows, values))
 
     def _finish(self, passes_used: int, early_stopped: bool) -> None:
         o, ws = self.o, self.ws
@@ -265,6 +271,10 @@ class Driver:
                 ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
             if ws.skipped:
                 self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")
+            total, weight = ws.multiclass_log_loss
+            if o.probabilities and weight > 0:
+                self.progress.after_average.append(
+                    f"average multiclass log loss = {total / weight:.6f}")
             self.err.write(self.progress.summary(passes_used, constant))
 
     def _write_invert_hash(self, path: str) -> None:

@@ -119,6 +119,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
            metavar="V"),
     Option("random_seed", INT, 0, "seed of every random choice", "Learning", metavar="N"),
+    Option("binary", FLAG, False, "report the sign of the score and 0/1 loss", "Learning",
+           keep=True),
+    Option("link", STR, "identity", "link applied to reported predictions", "Learning",
+           choices=("identity", "logistic"), keep=True),
     # multiclass reductions
     Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True,
            metavar="K"),
@@ -129,6 +133,10 @@ OPTIONS: tuple[Option, ...] = (
            metavar="E"),
     Option("sft", INT, 0, "scoring filter tree over K classes", "Multiclass", keep=True,
            metavar="K"),
+    Option("scores", FLAG, False, "--oaa/--sft: write every class score (class:score ...)",
+           "Multiclass"),
+    Option("probabilities", FLAG, False, "--oaa/--sft: write class probabilities and report "
+           "multiclass log loss (use with --loss_function logistic)", "Multiclass"),
     Option("named_labels", STR, None, "class names, comma separated, for labels 1..K",
            "Multiclass", keep=True, metavar="A,B,C"),
     Option("indexing", INT, None, "labels are 0..K-1 (0) or 1..K (1); detected when not given",

@@ -132,6 +132,16 @@ class Workspace:
         self.hash_all = o.hash == "all"
         self.training = not o.testonly
         self.reduction = self._multiclass_reduction(o)
+        from .reductions import binary, scorer
+        self.scorer = scorer.setup(o)
+        self.binary = binary.setup(o)
+        if self.binary is not None and self.reduction is not None:
+            raise OptionError("--binary is for binary labels; it cannot go with a multiclass "
+                              "reduction")
+        if (o.scores or o.probabilities) and (self.reduction is None
+                                              or self.reduction.name == "ect"):
+            raise OptionError("--scores and --probabilities need --oaa or --sft")
+        self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         self.models = self.reduction.models if self.reduction is not None else 1
         if self.model is not None:
             self._restore(self.model)
@@ -337,21 +347,35 @@ class Workspace:
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part])
-        return pred, raw, loss, nfeat
+        if self.binary is not None:
+            pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
+        return self.scorer.report(pred), raw, loss, nfeat
 
     def _run_multiclass(self, batch, rows, holdout, importances, initials, pred, loss, nfeat):
         if batch.classes is None:
             self._multiclass_rows(batch, rows, report=False)
         classes = batch.classes[rows]
         predicted = np.empty(rows.size, dtype=np.int64)
+        o = self.options
+        scores = np.empty((rows.size, self.reduction.classes)) if o.scores or o.probabilities \
+            else None
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
             self.reduction.run(self, starts, slots, values, classes[part], importances[part],
-                               initials[part], holdout[part], predicted[part], None)
+                               initials[part], holdout[part], predicted[part],
+                               None if scores is None else scores[part])
         pred[:] = predicted
         loss[:] = np.where((classes >= 0) & (predicted != classes), importances, 0.0)
-        return pred, pred.copy(), loss, nfeat
+        if o.probabilities:
+            from .reductions.scorer import logistic
+            scores = logistic(scores)
+            scores /= scores.sum(axis=1, keepdims=True)
+            known = (classes >= 0) & (holdout == 0)
+            truth = scores[np.flatnonzero(known), classes[known]]
+            self.multiclass_log_loss[0] -= float(np.dot(importances[known], np.log(truth)))
+            self.multiclass_log_loss[1] += float(importances[known].sum())
+        return pred, (pred.copy() if scores is None else scores), loss, nfeat
 
     def _as_batch(self, examples) -> ParsedBatch:
         return examples if isinstance(examples, ParsedBatch) else self.parse(examples)

@@ -115,6 +115,7 @@ class ProgressTable:
         self.more_than_two_labels = False
         self.header_printed = False
         self.extra_summary: list[str] = []
+        self.after_average: list[str] = []
 
     def write(self, text: str) -> None:
         if self.out is None:
@@ -295,6 +296,7 @@ class ProgressTable:
         else:
             average = f"{self.holdout_best_loss:.6f} h"
         lines.append(f"average loss = {average}")
+        lines.extend(self.after_average)
         if constant is not None:
             lines.append(f"best constant = {constant[0]:.6f}")
             if constant[1] is not None:
