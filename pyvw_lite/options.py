@@ -156,10 +156,19 @@ class Options:
         self.given = given
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    def __getstate__(self):
+        return {"values": self._values, "given": self.given}
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "_values", state["values"])
+        object.__setattr__(self, "given", state["given"])
 
     def __setattr__(self, name, value):
         if name in ("_values", "given"):

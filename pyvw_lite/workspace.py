@@ -81,6 +81,25 @@ class Workspace:
         self.log_lines: list[str] = []
         self._configure()
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["stdout"] = state["stderr"] = None  # streams do not pickle
+        state["_scratch"] = None
+        return state
+
+    def __setstate__(self, state):
+        # unpickled arrays may be read-only (memory maps); kernels want writable ones, and a
+        # read-only array would even compile a second kernel variant
+        for name, value in state.items():
+            if isinstance(value, np.ndarray) and not value.flags.writeable:
+                state[name] = value.copy()
+        self.__dict__.update(state)
+        self.stdout, self.stderr = sys.stdout, sys.stderr
+        self.interactions = interactions_mod.setup(self.options)
+        if self.reduction is not None and hasattr(self.reduction, "tree"):
+            from .reductions.tree import bracket
+            self.reduction.tree = bracket(self.reduction.classes)
+
     # ------------------------------------------------------------------ configuration
     @staticmethod
     def _merge_model_options(options: Options, model: ModelData) -> Options:
@@ -175,6 +194,7 @@ class Workspace:
         self.params[gd.P_FIXED_RANGE] = fixed
         self.nan_predictions = 0
         self._scratch = None
+        self._want_scores = False
         self.skipped = 0
         self.label_warnings = 0
 
@@ -357,8 +377,8 @@ class Workspace:
         classes = batch.classes[rows]
         predicted = np.empty(rows.size, dtype=np.int64)
         o = self.options
-        scores = np.empty((rows.size, self.reduction.classes)) if o.scores or o.probabilities \
-            else None
+        scores = np.empty((rows.size, self.reduction.classes)) \
+            if o.scores or o.probabilities or self._want_scores else None
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
@@ -367,7 +387,7 @@ class Workspace:
                                None if scores is None else scores[part])
         pred[:] = predicted
         loss[:] = np.where((classes >= 0) & (predicted != classes), importances, 0.0)
-        if o.probabilities:
+        if o.probabilities and not self._want_scores:
             from .reductions.scorer import logistic
             scores = logistic(scores)
             scores /= scores.sum(axis=1, keepdims=True)
@@ -392,12 +412,21 @@ class Workspace:
 
     def predict(self, examples) -> np.ndarray:
         """Predictions for VW lines or a parsed batch; the model is not changed."""
+        return self.predict_with_scores(examples)[0]
+
+    def predict_with_scores(self, examples) -> tuple[np.ndarray, np.ndarray]:
+        """Predictions and the raw scores behind them (for a multiclass reduction, the class
+        scores of --oaa/--sft as an (n, K) array); the model is not changed."""
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
         saved_state = self.state.copy()
-        pred, _, _, _ = self._run_kernel(batch, rows, np.ones(rows.size, np.uint8), False)
-        self.state[:] = saved_state
-        return pred
+        self._want_scores = self.reduction is not None and self.reduction.name != "ect"
+        try:
+            pred, raw, _, _ = self._run_kernel(batch, rows, np.ones(rows.size, np.uint8), False)
+        finally:
+            self._want_scores = False
+            self.state[:] = saved_state
+        return pred, raw
 
     # ------------------------------------------------------------------ persistence
     def model_data(self, predict_only: bool | None = None) -> ModelData:

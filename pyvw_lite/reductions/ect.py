@@ -15,8 +15,7 @@ from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_
                            P_TRAINING, T_SUM, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
-from .multiclass import MulticlassReduction, widen_range
-from .tree import bracket
+from .multiclass import TreeReduction, widen_range
 
 
 @kernel
@@ -63,17 +62,9 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
             node = up
 
 
-class FilterTree(MulticlassReduction):
+class FilterTree(TreeReduction):
     name = "ect"
     out_of_range = "skip"
-
-    def __init__(self, options: Options, classes: int):
-        super().__init__(options, classes)
-        self.tree = bracket(classes)
-
-    @property
-    def models(self) -> int:
-        return max(1, self.classes - 1)
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores):

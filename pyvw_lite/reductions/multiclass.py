@@ -12,11 +12,20 @@ import numpy as np
 
 from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL
+from ..learners.gd import CLASS_STRIDE, MAX_LABEL, MIN_LABEL
 from ..options import OptionError, Options
 
 UNLABELLED = -1
 INVALID = -2
+
+
+@kernel(inline="always")
+def class_offsets(n_classes, mask):
+    """Slot offset of each class or node: ``(c · P_C) & mask`` (SPEC §D.5)."""
+    offsets = np.empty(n_classes, dtype=np.int64)
+    for c in range(n_classes):
+        offsets[c] = (c * CLASS_STRIDE) & mask
+    return offsets
 
 
 @kernel(inline="always")
@@ -107,3 +116,16 @@ class MulticlassReduction:
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores):
         raise NotImplementedError
+
+
+class TreeReduction(MulticlassReduction):
+    """A reduction over the tournament bracket: one binary sub-model per internal node."""
+
+    def __init__(self, options: Options, classes: int):
+        from .tree import bracket
+        super().__init__(options, classes)
+        self.tree = bracket(classes)
+
+    @property
+    def models(self) -> int:
+        return max(1, self.classes - 1)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
                            P_TRAINING, T_SUM, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .multiclass import MulticlassReduction, widen_range
+from .multiclass import MulticlassReduction, class_offsets, widen_range
 
 
 @kernel
@@ -24,9 +24,7 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = np.empty(n_classes, dtype=np.int64)
-    for c in range(n_classes):
-        offsets[c] = (c * CLASS_STRIDE) & mask
+    offsets = class_offsets(n_classes, mask)
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]

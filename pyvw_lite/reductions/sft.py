@@ -13,11 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import CLASS_STRIDE, P_LOSS, P_TRAINING, T_SUM, _learn_flat, predict_flat
+from ..learners.gd import P_LOSS, P_TRAINING, T_SUM, _learn_flat, predict_flat
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .multiclass import MulticlassReduction
-from .tree import bracket
+from .multiclass import TreeReduction, class_offsets
 
 
 @kernel(inline="always")
@@ -36,9 +35,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = np.empty(n_classes, dtype=np.int64)
-    for c in range(n_classes):
-        offsets[c] = (c * CLASS_STRIDE) & mask
+    offsets = class_offsets(n_classes, mask)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)  # node, c1, c2, label side
     for e in range(classes.shape[0]):
         first = starts[e]
@@ -83,17 +80,9 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
                             params, p0, label, importance, gradient2, aux)
 
 
-class ScoringFilterTree(MulticlassReduction):
+class ScoringFilterTree(TreeReduction):
     name = "sft"
     out_of_range = "skip"
-
-    def __init__(self, options: Options, classes: int):
-        super().__init__(options, classes)
-        self.tree = bracket(classes)
-
-    @property
-    def models(self) -> int:
-        return max(1, self.classes - 1)
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores):

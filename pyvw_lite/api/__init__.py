@@ -1,0 +1,1 @@
+"""Python APIs beyond Workspace: river-style online learning, scikit-learn estimators."""

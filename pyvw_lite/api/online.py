@@ -1,0 +1,96 @@
+"""river-style online learning: ``learn_one`` / ``predict_one`` / ``predict_proba_one``, plus
+``learn_many`` / ``predict_many``, which hand a whole batch to one kernel call.
+
+An example ``x`` is a dict of namespaces (``{"rater": {"r_1": 1.0}, "task": {"t_9": 1.0}}``),
+a flat dict of features (default namespace), or VW feature text (``"|rater r_1 |task t_9"``).
+
+    >>> from pyvw_lite.api.online import OnlineLearner
+    >>> model = OnlineLearner("--loss_function logistic")
+    >>> for _ in range(20):
+    ...     model.learn_one({"f": {"good": 1.0}}, 1)
+    ...     model.learn_one({"f": {"bad": 1.0}}, -1)
+    >>> model.predict_one({"f": {"good": 1.0}}) > 0
+    True
+    >>> round(sum(model.predict_proba_one({"f": {"bad": 1.0}}).values()), 6)
+    1.0
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..reductions.scorer import logistic
+
+Example = Mapping[str, Any] | str
+
+
+def _name(text: Any) -> str:
+    """A feature or namespace name with VW's syntax characters replaced."""
+    return "".join("_" if c in ":| \t\r\n" else c for c in str(text))
+
+
+def features_text(x: Example) -> str:
+    if isinstance(x, str):
+        return x if x.lstrip().startswith("|") else "| " + x
+    if all(isinstance(value, Mapping) for value in x.values()):
+        groups = x.items()
+    else:
+        groups = [("", x)]
+    parts = []
+    for namespace, features in groups:
+        items = " ".join(f"{_name(f)}:{float(v)!r}" for f, v in features.items())
+        parts.append(f"|{_name(namespace)} {items}")
+    return " ".join(parts)
+
+
+class OnlineLearner:
+    """A learner configured by VW options (``"--oaa 5 -q rt"`` or keywords), one example at a time
+    or in batches."""
+
+    def __init__(self, options: str = "", **keywords):
+        from ..workspace import Workspace
+        self.workspace = Workspace(options, quiet=True, **keywords)
+
+    def _line(self, x: Example, y: Any = None, weight: float = 1.0) -> str:
+        label = "" if y is None else f"{y} {float(weight)!r} "
+        return label + features_text(x)
+
+    def learn_one(self, x: Example, y: Any, weight: float = 1.0) -> None:
+        self.workspace.learn(self._line(x, y, weight))
+
+    def learn_many(self, X: Iterable[Example], y: Iterable[Any],
+                   weights: Iterable[float] | None = None) -> np.ndarray:
+        """Learn a batch in order; returns the progressive predictions."""
+        X, y = list(X), list(y)
+        weights = [1.0] * len(X) if weights is None else list(weights)
+        return self._outputs(self.workspace.learn(
+            [self._line(x, label, w) for x, label, w in zip(X, y, weights)]))
+
+    def predict_one(self, x: Example) -> Any:
+        value = self.predict_many([x])[0]
+        return value.item() if isinstance(value, np.generic) else value
+
+    def predict_many(self, X: Iterable[Example]) -> np.ndarray:
+        return self._outputs(self.workspace.predict([self._line(x) for x in X]))
+
+    def predict_proba_one(self, x: Example) -> dict[Any, float]:
+        ws = self.workspace
+        pred, scores = ws.predict_with_scores([self._line(x)])
+        if ws.reduction is None:
+            positive = float(logistic(np.array([scores[0]]))[0])
+            return {1: positive, -1: 1.0 - positive}
+        if scores.ndim != 2:
+            raise ValueError("probabilities need --oaa or --sft")
+        probabilities = logistic(scores[0])
+        probabilities /= probabilities.sum()
+        return {ws.reduction.label_text(c): float(p) for c, p in enumerate(probabilities)}
+
+    def _outputs(self, pred: np.ndarray) -> np.ndarray:
+        reduction = self.workspace.reduction
+        if reduction is None:
+            return pred
+        return np.array([reduction.label_text(int(c)) for c in pred], dtype=object)
+
+    def save(self, path: str) -> None:
+        self.workspace.save(path)

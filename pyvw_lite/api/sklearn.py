@@ -1,0 +1,223 @@
+"""scikit-learn estimators (optional extra ``pyvw-lite[sklearn]``).
+
+Their parameters come from the option table (same names, types and defaults as the command
+line), ``fit`` learns ``passes`` online passes over the data, ``partial_fit`` keeps learning,
+and ``X`` (dense or sparse) goes to the kernels without any text: column ``j`` is feature ``j``.
+
+    >>> import numpy as np
+    >>> from pyvw_lite.api.sklearn import VWClassifier
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]] * 50)
+    >>> y = np.array(["yes", "no"] * 50)
+    >>> VWClassifier(passes=3).fit(X, y).predict([[1.0, 0.0]]).tolist()
+    ['yes']
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..learners.gd import P_TRAINING
+from ..options import BY_NAME, FLAG
+from .arrays import matrix_batch
+
+# options that make sense for a numeric matrix (no namespaces, no files)
+LEARNING_OPTIONS = ("loss_function", "learning_rate", "power_t", "initial_t", "bit_precision",
+                    "noconstant", "sgd", "adaptive", "normalized", "invariant", "random_seed")
+
+
+def _signature(extra: dict[str, object], loss_default: str) -> inspect.Signature:
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for name in LEARNING_OPTIONS:
+        default = loss_default if name == "loss_function" else BY_NAME[name].default
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                            default=default))
+    for name, default in extra.items():
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                            default=default))
+    return inspect.Signature(parameters)
+
+
+class _VWEstimator(BaseEstimator):
+    """Shared machinery; ``__init__`` only stores the parameters (scikit-learn's contract)."""
+
+    _extra: dict[str, object] = {"passes": 1}
+    _loss_default = "squared"
+
+    def __init__(self, **params):
+        for name, value in params.items():
+            setattr(self, name, value)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        signature = _signature(cls._extra, cls._loss_default)
+
+        def __init__(self, **params):
+            bound = signature.bind(self, **params)
+            bound.apply_defaults()
+            for name, value in list(bound.arguments.items())[1:]:
+                setattr(self, name, value)
+        __init__.__signature__ = signature
+        cls.__init__ = __init__
+
+    def _options(self) -> dict:
+        options = {"quiet": True}
+        for name in LEARNING_OPTIONS:
+            value = getattr(self, name)
+            if BY_NAME[name].kind == FLAG:
+                if value:
+                    options[name] = True
+            elif value != BY_NAME[name].default or name == "loss_function":
+                options[name] = value
+        return options
+
+    def _learn(self, X, targets, sample_weight, first: bool):
+        from ..workspace import Workspace
+        if first:
+            self.workspace_ = Workspace(**self._workspace_options())
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+                raise ValueError("sample_weight must be finite and non-negative")
+            if sample_weight.size and not np.any(sample_weight > 0):
+                raise ValueError("sample_weight is all zero: there is nothing to learn")
+        return self.workspace_.learn(matrix_batch(X, targets, sample_weight))
+
+    def _workspace_options(self) -> dict:
+        return self._options()
+
+    def _scores(self, X) -> np.ndarray:
+        check_is_fitted(self, "workspace_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return self.workspace_.predict(matrix_batch(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class VWRegressor(RegressorMixin, _VWEstimator):
+    """Linear regression with VW's adaptive, normalized, importance-invariant updates.
+
+    >>> import numpy as np
+    >>> from pyvw_lite.api.sklearn import VWRegressor
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> model = VWRegressor(passes=5).fit(X, X @ [1.0, -2.0, 0.5])
+    >>> float(model.score(X, X @ [1.0, -2.0, 0.5])) > 0.9
+    True
+    """
+
+    def fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        for k in range(self.passes):
+            self._learn(X, y, sample_weight, first=k == 0)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        first = not hasattr(self, "workspace_")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True,
+                             reset=first)
+        self._learn(X, y, sample_weight, first=first)
+        return self
+
+    def predict(self, X):
+        return self._scores(X)
+
+
+class VWClassifier(ClassifierMixin, _VWEstimator):
+    """Binary or multiclass classification: logistic loss for two classes, a multiclass
+    reduction (``reduction="oaa"``, ``"ect"`` or ``"sft"``) for more.
+
+    ``predict_proba`` is the logistic of the score (two classes) or the normalised logistic of
+    the class scores (``oaa``/``sft``).
+    """
+
+    _extra = {"passes": 1, "reduction": "oaa"}
+    _loss_default = "logistic"
+
+    def _workspace_options(self) -> dict:
+        options = self._options()
+        if len(self.classes_) > 2:
+            if self.reduction not in ("oaa", "ect", "sft"):
+                raise ValueError(f"reduction={self.reduction!r}: choose 'oaa', 'ect' or 'sft'")
+            options[self.reduction] = len(self.classes_)
+        return options
+
+    def _targets(self, y) -> np.ndarray:
+        """±1 for two classes, else 1..K (the learner's multiclass labels)."""
+        index = np.minimum(np.searchsorted(self.classes_, y), len(self.classes_) - 1)
+        if np.any(self.classes_[index] != y):
+            raise ValueError("y holds labels that were not in `classes`")
+        return np.where(index == 1, 1.0, -1.0) if len(self.classes_) <= 2 else index + 1.0
+
+    def fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        kind = type_of_target(y)
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"Unknown label type: {kind!r}; VWClassifier needs binary or "
+                             "multiclass targets")
+        self.classes_ = np.unique(y)
+        for k in range(self.passes):
+            targets = self._targets(y)
+            self._learn(X, targets, sample_weight, first=k == 0)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        first = not hasattr(self, "workspace_")
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit")
+            self.classes_ = np.unique(classes)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        self._learn(X, self._targets(y), sample_weight, first=first)
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self, "workspace_")
+        if len(self.classes_) <= 2:
+            return self._scores(X)
+        check_is_fitted(self, "workspace_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return self._class_scores(X)
+
+    def _class_scores(self, X) -> np.ndarray:
+        ws = self.workspace_
+        batch = matrix_batch(X)
+        batch.classes = np.full(batch.ex_int.shape[0], -1, dtype=np.int64)
+        scores = np.empty((batch.ex_int.shape[0], len(self.classes_)))
+        rows = np.arange(batch.ex_int.shape[0])
+        for first, count, starts, slots, values, _ in ws.expand(batch, rows):
+            part = slice(first, first + count)
+            predicted = np.empty(count, dtype=np.int64)
+            saved = ws.state.copy(), ws.params.copy()
+            ws.params[P_TRAINING] = 0.0
+            ws.reduction.run(ws, starts, slots, values, batch.classes[part],
+                             batch.ex_float[part, 1].copy(), batch.ex_float[part, 2].copy(),
+                             np.ones(count, np.uint8), predicted, scores[part])
+            ws.state[:], ws.params[:] = saved
+        return scores
+
+    def predict(self, X):
+        check_is_fitted(self, "workspace_")
+        if len(self.classes_) <= 2:
+            scores = self._scores(X)
+            return self.classes_[(scores > 0).astype(int) if len(self.classes_) == 2
+                                 else np.zeros(len(scores), dtype=int)]
+        return self.classes_[np.asarray(self._scores(X), dtype=int)]
+
+    def predict_proba(self, X):
+        from ..reductions.scorer import logistic
+        check_is_fitted(self, "workspace_")
+        if len(self.classes_) <= 2:
+            positive = logistic(self._scores(X))
+            if len(self.classes_) == 1:
+                return np.ones((len(positive), 1))
+            return np.column_stack([1.0 - positive, positive])
+        if self.reduction == "ect":
+            raise AttributeError("predict_proba needs reduction='oaa' or 'sft'")
+        probabilities = logistic(self.decision_function(X))
+        return probabilities / probabilities.sum(axis=1, keepdims=True)

@@ -1,0 +1,33 @@
+"""river-style API: one example at a time and batched, same results."""
+import doctest
+
+import numpy as np
+
+from pyvw_lite.api import online, sklearn as sk_api
+from pyvw_lite.api.online import OnlineLearner, features_text
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(online).failed == 0
+    assert doctest.testmod(sk_api).failed == 0
+
+
+def test_feature_text_forms():
+    assert features_text({"rater": {"r 1": 1}, "task": {"t:9": 2}}) == \
+        "|rater r_1:1.0 |task t_9:2.0"
+    assert features_text({"f": 0.5}) == "| f:0.5"
+    assert features_text("|a x") == "|a x"
+
+
+def test_learn_one_equals_learn_many():
+    rng = np.random.default_rng(3)
+    examples = [({"r": {f"r{rng.integers(5)}": 1}, "t": {f"t{rng.integers(20)}": 1}},
+                 int(rng.integers(1, 4))) for _ in range(300)]
+    one, many = OnlineLearner("--sft 3"), OnlineLearner("--sft 3")
+    for x, y in examples:
+        one.learn_one(x, y)
+    many.learn_many([x for x, _ in examples], [y for _, y in examples])
+    np.testing.assert_array_equal(one.workspace.weights, many.workspace.weights)
+    probabilities = one.predict_proba_one(examples[0][0])
+    assert set(probabilities) == {"1", "2", "3"} and abs(sum(probabilities.values()) - 1) < 1e-12
+    assert one.predict_one(examples[0][0]) in {"1", "2", "3"}

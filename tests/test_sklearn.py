@@ -1,0 +1,52 @@
+"""The scikit-learn estimators pass scikit-learn's own estimator checks."""
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from pyvw_lite.api.sklearn import VWClassifier, VWRegressor  # noqa: E402
+
+ONLINE = ("online learning: an example of weight h is one exact importance-aware step at its "
+          "place in the stream, not h repeated examples")
+
+
+def expected_failures(estimator):
+    return {"check_sample_weight_equivalence_on_dense_data": ONLINE,
+            "check_sample_weight_equivalence_on_sparse_data": ONLINE}
+
+
+@parametrize_with_checks([VWRegressor(), VWClassifier(), VWClassifier(reduction="sft")],
+                         expected_failed_checks=expected_failures)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_parameters_come_from_the_option_table():
+    params = VWClassifier().get_params()
+    assert params["learning_rate"] == 0.5 and params["bit_precision"] == 18
+    assert params["loss_function"] == "logistic" and params["reduction"] == "oaa"
+
+
+@pytest.mark.parametrize("reduction", ["oaa", "ect", "sft"])
+def test_multiclass_classifier_learns(reduction):
+    rng = np.random.default_rng(1)
+    centres = rng.normal(scale=4.0, size=(3, 4))
+    y = rng.integers(3, size=1500)
+    X = centres[y] + rng.normal(size=(1500, 4))
+    model = VWClassifier(reduction=reduction, passes=3).fit(X[:1000], y[:1000])
+    assert np.mean(model.predict(X[1000:]) == y[1000:]) > 0.9
+    if reduction != "ect":
+        proba = model.predict_proba(X[1000:])
+        assert np.allclose(proba.sum(axis=1), 1.0) and proba.shape == (500, 3)
+
+
+def test_partial_fit_continues_and_equals_fit_for_one_pass():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    y = np.where(X[:, 0] - X[:, 1] > 0, "a", "b")
+    whole = VWClassifier().fit(X, y)
+    parts = VWClassifier()
+    parts.partial_fit(X[:150], y[:150], classes=["a", "b"])
+    parts.partial_fit(X[150:], y[150:])
+    np.testing.assert_allclose(whole.decision_function(X), parts.decision_function(X))
