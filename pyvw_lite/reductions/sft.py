@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import P_LOSS, P_TRAINING, T_SUM, _learn_flat, predict_flat
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS, P_TRAINING, T_SUM,
+                           _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .multiclass import TreeReduction, class_offsets
+from .multiclass import TreeReduction, class_offsets, widen_range
 
 
 @kernel(inline="always")
@@ -33,6 +34,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
                  left, right, parent, lo, hi, weights, state, params, mask, out_pred, out_scores,
                  record_scores):
     training = params[P_TRAINING] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
     offsets = class_offsets(n_classes, mask)
@@ -74,6 +76,11 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             label = np.float64(matches[m, 3])
             p0 = predict_flat(weights, slots, values, first, last, a, mask, 0.0) \
                 - predict_flat(weights, slots, values, first, last, b, mask, 0.0)
+            if not fixed_range:
+                widen_range(state, label)
+            # as every VW learner, a match sees its prediction clipped to the labels seen (±1):
+            # a won match with margin beyond 1 has no squared loss to pull it back
+            p0 = min(max(p0, state[MIN_LABEL]), state[MAX_LABEL])
             value, gradient2, aux = loss_terms(loss, p0, label)
             if loss_is_positive(loss, p0, label, value):
                 _learn_flat(weights, slots, values, first, last, a, b, True, mask, n, state,
