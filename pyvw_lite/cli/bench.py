@@ -126,9 +126,9 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
             out.write("vowpalwabbit is not installed (pip install vowpalwabbit): "
                       "timing pyvw-lite alone\n")
         plan = scenarios(os.path.abspath(data), os.path.abspath(multiclass), lines, loss, chosen)
-        # warm the numba cache so no run pays a compile
-        _timed(_ours_command(["-d", data, "--loss_function", loss, "--quiet", "-t"]), workdir)
         for scenario in plan:
+            # warm the numba cache (and the page cache) so no timed run pays a compile
+            _timed(_ours_command(scenario.ours + ["--quiet", "-t"]), workdir)
             if scenario.prepare_ours:
                 _timed(_ours_command(scenario.prepare_ours + ["--quiet"]), workdir)
             if use_peer and scenario.prepare_peer:

@@ -74,8 +74,11 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             a = offsets[matches[m, 1]]
             b = offsets[matches[m, 2]]
             label = np.float64(matches[m, 3])
-            p0 = predict_flat(weights, slots, values, first, last, a, mask, 0.0) \
-                - predict_flat(weights, slots, values, first, last, b, mask, 0.0)
+            if m == 0:  # nothing has moved yet: the pre-update scores are current
+                p0 = scores[matches[m, 1]] - scores[matches[m, 2]]
+            else:
+                p0 = predict_flat(weights, slots, values, first, last, a, mask, 0.0) \
+                    - predict_flat(weights, slots, values, first, last, b, mask, 0.0)
             if not fixed_range:
                 widen_range(state, label)
             # as every VW learner, a match sees its prediction clipped to the labels seen (±1):
