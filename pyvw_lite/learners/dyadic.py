@@ -1,0 +1,320 @@
+"""Numerics of the dyadic (low-rank rater × task) learner: SPEC §B and §C.
+
+Along the gradient flow of the prediction, every parameter follows a closed-form curve in the
+flow coordinate ``s`` (SPEC §B.2); an example is summarised by its current prediction ``p0``,
+the linear sensitivity ``X`` and, per dyad ``m``, ``(U_m, V_m, r_m)`` (§B.3), so that
+
+    p(s) = p0 - sX + ¼ Σ_m (U_m expm1(-2 r_m s) - V_m expm1(2 r_m s)).
+
+On top of it: the inverse ``p⁻¹(y)`` (§B.4), the exact hinge step (§B.5), the logistic and
+squared steps by an adaptive one-dimensional RK4 (§B.6), ``h_min`` (§C.1-C.2) and the active
+learner's query probability (§C.4).  Sign convention (§0.2): ``s > 0`` lowers ``p``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import kernel
+from .losses import HINGE, LOGISTIC, SQUARED
+
+EXP_CAP = 700.0  # exponent arguments are clamped here (SPEC §B.2): no inf - inf, no 0·inf
+UNREACHABLE = 1
+
+
+@kernel
+def dyad_terms(a, b, ca, cb):
+    """``(U, V, r)`` of one dyad from its effective latent vectors ``ã``, ``b̃`` and the squared
+    norms ``c_a``, ``c_b`` of its namespaces' feature values (SPEC §B.3).  ``U`` and ``V`` are
+    summed from the vectors themselves, never from ``|a|² + |b|² ± 2a·b`` (which cancels)."""
+    r = math.sqrt(ca * cb)
+    sa = 1.0 / math.sqrt(ca)
+    sb = 1.0 / math.sqrt(cb)
+    U = 0.0
+    V = 0.0
+    for i in range(a.shape[0]):
+        plus = a[i] * sa + b[i] * sb
+        minus = a[i] * sa - b[i] * sb
+        U += plus * plus
+        V += minus * minus
+    return r * U, r * V, r
+
+
+@kernel
+def _expm1_capped(z):
+    return math.expm1(min(z, EXP_CAP))
+
+
+@kernel
+def p_of_s(p0, s, X, U, V, r):
+    """``p(s)`` in the stable U/V form (SPEC §B.3); zero-coefficient terms are skipped."""
+    value = p0 - s * X
+    for m in range(U.shape[0]):
+        if U[m] != 0.0:
+            value += 0.25 * U[m] * _expm1_capped(-2.0 * r[m] * s)
+        if V[m] != 0.0:
+            value -= 0.25 * V[m] * _expm1_capped(2.0 * r[m] * s)
+    return value
+
+
+@kernel
+def dp_ds(s, X, U, V, r):
+    """``p'(s) = -X - ½ Σ r (U e^{-2rs} + V e^{2rs})`` (always < 0 when anything moves)."""
+    value = -X
+    for m in range(U.shape[0]):
+        if U[m] != 0.0:
+            value -= 0.5 * r[m] * U[m] * math.exp(min(-2.0 * r[m] * s, EXP_CAP))
+        if V[m] != 0.0:
+            value -= 0.5 * r[m] * V[m] * math.exp(min(2.0 * r[m] * s, EXP_CAP))
+    return value
+
+
+@kernel
+def p_inverse(p0, y, X, U, V, r):
+    """``s`` with ``p(s) = y`` (SPEC §B.4): ``(s, status)``, status 1 = unreachable (s = ±inf).
+
+    Existence from the limits of ``p``; then bracketing by doubling and Newton with
+    backtracking inside the bracket (``p`` has an inflection point where plain Newton would
+    overshoot into the exponential region), bisection as the fallback.
+    """
+    g0 = p0 - y
+    if g0 == 0.0:
+        return 0.0, 0
+    grows_up = X > 0.0  # p -> +inf as s -> -inf
+    grows_down = X > 0.0  # p -> -inf as s -> +inf
+    flat = p0
+    for m in range(U.shape[0]):
+        if U[m] > 0.0:
+            grows_up = True
+        if V[m] > 0.0:
+            grows_down = True
+        flat -= 0.25 * (U[m] - V[m])
+    direction = 1.0 if g0 > 0.0 else -1.0
+    if (direction < 0.0 and not grows_up and y >= flat) or \
+            (direction > 0.0 and not grows_down and y <= flat):
+        return direction * math.inf, UNREACHABLE
+    near = 0.0
+    far = direction
+    while True:
+        g = p_of_s(p0, far, X, U, V, r) - y
+        if g * g0 <= 0.0:
+            break
+        near = far
+        far *= 2.0
+        if abs(far) > 2.0 ** 20:
+            return direction * math.inf, UNREACHABLE
+    lo = min(near, far)
+    hi = max(near, far)
+    s = near
+    g = p_of_s(p0, s, X, U, V, r) - y
+    tolerance = 1e-12 * max(1.0, abs(y))
+    for _ in range(200):
+        if abs(g) <= tolerance:
+            return s, 0
+        step = -g / dp_ds(s, X, U, V, r)
+        t = 1.0
+        accepted = False
+        candidate = s
+        value = g
+        while t >= 1e-6:
+            candidate = s + t * step
+            if lo < candidate < hi:
+                value = p_of_s(p0, candidate, X, U, V, r) - y
+                if math.isfinite(value) and abs(value) < abs(g):
+                    accepted = True
+                    break
+            t *= 0.5
+        if not accepted:
+            candidate = 0.5 * (lo + hi)
+            value = p_of_s(p0, candidate, X, U, V, r) - y
+        if value > 0.0:  # g decreases in s
+            lo = max(lo, candidate)
+        else:
+            hi = min(hi, candidate)
+        s = candidate
+        g = value
+        if hi - lo <= 4e-16 * max(1.0, abs(s)):
+            return s, 0
+    return s, 0
+
+
+@kernel
+def hinge_step(p0, y, X, U, V, r, eta, h):
+    """Exact hinge update (SPEC §B.5): move at speed ``η`` until ``y·p = 1`` or ``ηh`` runs out."""
+    if y * p0 >= 1.0 or eta * h <= 0.0:
+        return 0.0
+    target, status = p_inverse(p0, y, X, U, V, r)
+    reach = math.inf if status == UNREACHABLE else abs(target)
+    return -y * min(eta * h, reach)
+
+
+@kernel
+def _slope(loss, p, y):
+    if loss == SQUARED:
+        return 2.0 * (p - y)
+    if loss == LOGISTIC:
+        m = y * p
+        return -y / (1.0 + math.exp(m)) if m <= 0.0 else -y * math.exp(-m) / (1.0 + math.exp(-m))
+    return -y if y * p < 1.0 else 0.0
+
+
+@kernel
+def _flow(loss, s, p0, y, X, U, V, r):
+    return _slope(loss, p_of_s(p0, s, X, U, V, r), y)
+
+
+@kernel
+def _rk4(loss, s, step, p0, y, X, U, V, r):
+    k1 = _flow(loss, s, p0, y, X, U, V, r)
+    k2 = _flow(loss, s + 0.5 * step * k1, p0, y, X, U, V, r)
+    k3 = _flow(loss, s + 0.5 * step * k2, p0, y, X, U, V, r)
+    k4 = _flow(loss, s + step * k3, p0, y, X, U, V, r)
+    return s + step * (k1 + 2.0 * k2 + 2.0 * k3 + k4) / 6.0
+
+
+@kernel
+def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
+    """Logistic or squared update: ``ds/dτ = l'(p(s), y)`` on ``τ ∈ [0, ηh]`` by classical RK4
+    with step doubling and local extrapolation (SPEC §B.6).  Returns ``(s, capped)``.
+
+    Squared loss never passes its equilibrium ``p⁻¹(y)`` (clamp) and jumps onto it once the
+    remaining decay is below e^-40 (stiff shortcut), so ``ηh = 5000`` lands on the label.
+    """
+    total = eta * h
+    if total <= 0.0:
+        return 0.0, False
+    target = 0.0
+    reachable = False
+    if loss == SQUARED:
+        target, status = p_inverse(p0, y, X, U, V, r)
+        reachable = status == 0
+    curvature = 2.0 if loss == SQUARED else 0.25
+    step = min(total, 0.5 / (curvature * abs(dp_ds(0.0, X, U, V, r)) + 1e-300))
+    step = max(step, total * 1e-12)
+    tau = 0.0
+    s = 0.0
+    accepted = 0
+    while tau < total:
+        if accepted >= max_steps:
+            return s, True
+        if reachable and (total - tau) * 2.0 * abs(dp_ds(s, X, U, V, r)) > 40.0 \
+                and abs(s - target) <= 1e-2 * max(1.0, abs(target)):
+            return target, False
+        step = min(step, total - tau)
+        full = _rk4(loss, s, step, p0, y, X, U, V, r)
+        half = _rk4(loss, _rk4(loss, s, 0.5 * step, p0, y, X, U, V, r), 0.5 * step,
+                    p0, y, X, U, V, r)
+        error = abs(half - full) / 15.0
+        scale = atol + rtol * max(abs(s), abs(half))
+        if error <= scale or step <= 1e-14 * max(1.0, total):
+            tau += step
+            s = half + (half - full) / 15.0
+            accepted += 1
+            if reachable and (target - s) * target < 0.0:  # never cross the label
+                s = target
+            step *= 5.0 if error == 0.0 else min(5.0, max(0.2, 0.9 * (scale / error) ** 0.2))
+        else:
+            step *= max(0.2, 0.9 * (scale / error) ** 0.25)
+    return s, False
+
+
+@kernel
+def dyad_increments(a0, b0, ca, cb, s, out_a, out_b):
+    """``ã(s) − ã0`` and ``b̃(s) − b̃0`` without cancellation (SPEC §B.2)."""
+    r = math.sqrt(ca * cb)
+    root_a = math.sqrt(ca)
+    root_b = math.sqrt(cb)
+    down = math.expm1(min(-r * s, EXP_CAP))
+    up = math.expm1(min(r * s, EXP_CAP))
+    for i in range(a0.shape[0]):
+        u = a0[i] / root_a + b0[i] / root_b
+        v = a0[i] / root_a - b0[i] / root_b
+        du = u * down if u != 0.0 else 0.0
+        dv = v * up if v != 0.0 else 0.0
+        out_a[i] = 0.5 * root_a * (du + dv)
+        out_b[i] = 0.5 * root_b * (du - dv)
+
+
+# ---------------------------------------------------------------------------- h_min (SPEC §C)
+
+@kernel
+def hmin_linear(loss, p0, y, X, eta, x):
+    """Smallest importance weight moving a linear model's prediction from ``p0`` to ``x``."""
+    if x == p0:
+        return 0.0
+    rate = eta * X
+    if rate <= 0.0:
+        return math.inf
+    if loss == HINGE:
+        if y * (x - p0) > 0.0 and y * x <= 1.0:
+            return y * (x - p0) / rate
+        return math.inf
+    if loss == SQUARED:
+        if (p0 - y) * (x - y) > 0.0 and abs(x - y) < abs(p0 - y):
+            return math.log((p0 - y) / (x - y)) / (2.0 * rate)
+        return math.inf
+    if y * x > y * p0:
+        return (y * x - y * p0 + math.exp(y * x) - math.exp(y * p0)) / rate
+    return math.inf
+
+
+_GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(8)
+
+
+@kernel
+def hmin_dyadic(loss, p0, y, X, U, V, r, eta, x):
+    """``h_min`` of a dyadic example (SPEC §C.2): ``-y·p⁻¹(x)/η`` for hinge, Gauss–Legendre
+    quadrature of ``1/(η l'(p(s), y))`` over ``[0, p⁻¹(x)]`` (⌈2r|σ|⌉ panels of 8 points, at least 2;
+    SPEC erratum 10) for logistic and squared.  ``inf`` when ``x`` cannot be reached."""
+    if x == p0:
+        return 0.0
+    target, status = p_inverse(p0, x, X, U, V, r)
+    if status == UNREACHABLE or eta <= 0.0:
+        return math.inf
+    if loss == HINGE:
+        if y * x > 1.0 or y * (x - p0) <= 0.0:  # SPEC erratum 9
+            return math.inf
+        return -y * target / eta
+    if loss == SQUARED:
+        if (p0 - y) * (x - y) <= 0.0 or abs(x - y) < 1e-3 * abs(p0 - y):
+            return math.inf  # at or past the label, or in the log singularity
+    elif y * x <= y * p0:
+        return math.inf
+    top = 0.0
+    for m in range(r.shape[0]):
+        top = max(top, r[m])
+    # SPEC erratum 10 asks for ceil(2r|σ|) panels; at least two keep the rule below 1e-12
+    panels = max(2, int(math.ceil(2.0 * top * abs(target))))
+    width = target / panels
+    total = 0.0
+    for k in range(panels):
+        centre = (k + 0.5) * width
+        for q in range(8):
+            s = centre + 0.5 * width * _GAUSS_NODES[q]
+            slope = _slope(loss, p_of_s(p0, s, X, U, V, r), y)
+            if slope == 0.0:
+                return math.inf
+            total += 0.5 * width * _GAUSS_WEIGHTS[q] / slope
+    return total / eta
+
+
+@kernel
+def query_probability(G, k, average_error, queried, mellowness):
+    """The disagreement-based query probability of SPEC §C.4 (the published rule, erratum 5).
+
+    ``G = H/k`` is the gap estimate, ``k`` the weight seen so far, ``average_error = E/k``,
+    ``queried`` the weight of queried examples, ``mellowness`` c0.
+    """
+    if k <= 1.0:
+        return 1.0
+    if math.isinf(G):
+        return 0.0
+    b = mellowness * math.log(k + 1.0) / k
+    loss_bound = min(max(average_error + math.sqrt((1.0 + 0.5 * math.log(k))
+                                                   / (queried + 1e-4)), 0.0), 1.0)
+    S = math.sqrt(loss_bound) + math.sqrt(loss_bound + G)
+    if G <= math.sqrt(b) * S + b:
+        return 1.0
+    R = (S + math.sqrt(S * S + 4.0 * G)) / (2.0 * G)
+    return b * R * R
