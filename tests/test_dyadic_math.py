@@ -74,10 +74,12 @@ def test_stable_form_beats_the_naive_one_near_the_hyperdiagonal():
     U, V, r = (np.array([v]) for v in dyad_terms(a, b, 1.0, 1.0))
     assert V[0] == pytest.approx(3e-18, rel=1e-6)  # the norm formula would give 0
     ab, n2 = float(a @ b), float(a @ a + b @ b)
+    # the reference takes a·b and |a|²+|b|² exactly from the same double vectors
+    ab_exact = mpmath.fsum(mpmath.mpf(x) * mpmath.mpf(y) for x, y in zip(a, b))
+    n2_exact = mpmath.fsum(mpmath.mpf(x) ** 2 for x in np.concatenate([a, b]))
     for s in (-20.0, -3.0, 0.7, 5.0, 20.0):
-        exact = (mpmath.mpf(ab) * mpmath.cosh(2 * s) - mpmath.mpf(n2) * mpmath.cosh(s)
-                 * mpmath.sinh(s))
-        stable = p_of_s(ab, s, 0.0, U, V, r)
+        exact = ab_exact * mpmath.cosh(2 * s) - n2_exact * mpmath.cosh(s) * mpmath.sinh(s)
+        stable = p_of_s(float(ab_exact), s, 0.0, U, V, r)
         naive = ab * math.cosh(2 * s) - n2 * math.cosh(s) * math.sinh(s)
         scale = abs(float(exact)) + 1.0
         assert abs(stable - float(exact)) <= 1e-12 * scale
