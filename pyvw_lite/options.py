@@ -123,6 +123,18 @@ OPTIONS: tuple[Option, ...] = (
            keep=True),
     Option("link", STR, "identity", "link applied to reported predictions", "Learning",
            choices=("identity", "logistic"), keep=True),
+    # dyadic learner
+    Option("dyad", LIST, (), "pair namespace letters L and R in a low-rank term (repeatable)",
+           "Dyadic", keep=True, metavar="LR"),
+    Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, metavar="K"),
+    Option("dyad_plain", FLAG, False, "no shift: p = a·b instead of (1+a)·(1+b) - k", "Dyadic",
+           keep=True),
+    Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
+           keep=True, metavar="EPS"),
+    Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",
+           "Dyadic", metavar="TOL"),
+    Option("ode_atol", FLOAT, 1e-10, "absolute tolerance of the dyadic logistic/squared ODE",
+           "Dyadic", metavar="TOL"),
     # multiclass reductions
     Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True,
            metavar="K"),

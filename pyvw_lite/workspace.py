@@ -130,7 +130,15 @@ class Workspace:
         self.loss_name = o.loss_function
         self.loss = LOSS_CODES[self.loss_name]
         chosen = {name for name in ("sgd", "adaptive", "normalized", "invariant") if name in o.given}
-        if chosen:
+        from .reductions import dyad
+        self.dyadic = dyad.setup(o)
+        if self.dyadic is not None:
+            if o.adaptive or o.normalized:
+                raise OptionError("--dyad learns with the plain importance-aware rate; "
+                                  "--adaptive and --normalized do not apply")
+            self.adaptive = self.normalized = False
+            self.invariant = True
+        elif chosen:
             self.adaptive = bool(o.adaptive)
             self.normalized = bool(o.normalized)
             self.invariant = bool(o.invariant)
@@ -162,6 +170,10 @@ class Workspace:
             raise OptionError("--scores and --probabilities need --oaa or --sft")
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         self.models = self.reduction.models if self.reduction is not None else 1
+        if self.dyadic is not None and self.reduction is not None:
+            raise OptionError("--dyad with a multiclass reduction is not available yet")
+        self.touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
+        self.ode_step_caps = 0
         if self.model is not None:
             self._restore(self.model)
         else:
@@ -224,6 +236,8 @@ class Workspace:
         if state.get("stride") != self.stride:
             columns = 1
         self.weights[rows, :columns] = values[:, :columns]
+        if "touched" in model.arrays and self.dyadic is not None:
+            self.touched[:] = np.unpackbits(model.arrays["touched"])[:self.touched.size]
         self.state = np.asarray(state["learner"], dtype=np.float64).copy()
         if "power_t" in state and "power_t" not in self.options.given:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
@@ -360,6 +374,18 @@ class Workspace:
         if self.reduction is not None:
             return self._run_multiclass(batch, rows, holdout, importances, initials, pred, loss,
                                         nfeat)
+        if self.dyadic is not None:
+            for first, count, starts, slots, values, _ in self.expand(batch, rows):
+                part = slice(first, first + count)
+                nfeat[part] = np.diff(starts)
+                self.ode_step_caps += self.dyadic.run(
+                    self, batch, rows[part], starts, slots, values, labels[part],
+                    importances[part], initials[part], labelled[part], holdout[part], pred[part],
+                    loss[part])
+            raw = pred.copy()
+            if self.binary is not None:
+                pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
+            return self.scorer.report(pred), raw, loss, nfeat
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
@@ -442,8 +468,10 @@ class Workspace:
                  "stride": self.stride, "predict_only": bool(predict_only)}
         if not predict_only:
             state["power_t"] = self.options.power_t
-        return ModelData(options=self.options.kept_argv(), state=state,
-                         arrays={"rows": nonzero.astype(np.uint32), "values": values})
+        arrays = {"rows": nonzero.astype(np.uint32), "values": values}
+        if self.dyadic is not None:
+            arrays["touched"] = np.packbits(self.touched)
+        return ModelData(options=self.options.kept_argv(), state=state, arrays=arrays)
 
     def save(self, path: str, predict_only: bool | None = None) -> None:
         """Write the model to ``path`` atomically."""

@@ -1,0 +1,213 @@
+"""``--dyad LR --rank k``: the dyadic (low-rank rater × task) base learner, SPEC §B.
+
+For every pair of namespace letters ``(L, R)`` each feature ``f`` owns a latent vector ``V_f`` of
+``k`` hashed slots (SPEC §D.5: ``(fh + (q+1)·P_L) & mask``) next to its linear weight, and
+
+    p = Σ_pairs (ã·b̃ − σk) + Σ_j x_j W_j,   ã = σ1 + Σ_{f∈L} x_f V_f,   b̃ = σ1 + Σ_{g∈R} x_g V_g
+
+(``σ = 1``, or 0 with ``--dyad_plain``).  An update moves every parameter along the exact
+gradient flow of ``p`` (closed form in the flow coordinate ``s``): hinge in closed form,
+logistic and squared by the one-dimensional RK4 of ``learners.dyadic``.  The learning rate is
+the plain schedule ``η0·t0^ρ·(t0 + t)^-ρ`` (SPEC erratum 1).  On a latent slot's first update a
+small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.hashing import murmur3_32
+from ..io.vw_text import SEG_END, SEG_START
+from ..jit import kernel
+from ..learners.dyadic import dyad_increments, dyad_terms, hinge_step, ode_step
+from ..learners.gd import (P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W, _decay,
+                           _namespace_range, predict_flat)
+from ..learners.losses import HINGE, loss_terms
+from ..options import OptionError, Options
+
+LATENT_STRIDE = 0x27D4EB2F  # P_L of SPEC §D.5
+DYAD_SEED = 0x5EED
+
+
+@kernel
+def _latent_slot(feature_hash, q, mask):
+    return (np.int64(feature_hash) + (q + 1) * LATENT_STRIDE) & mask
+
+
+@kernel
+def _noise(slot):
+    """``u(q) = murmur3(q as 4 little-endian bytes, 0x5EED)/2^31 − 1`` in [-1, 1)."""
+    data = np.empty(4, dtype=np.uint8)
+    for i in range(4):
+        data[i] = (slot >> (8 * i)) & 0xFF
+    return murmur3_32(data, 0, 4, DYAD_SEED) / 2147483648.0 - 1.0
+
+
+@kernel
+def _side(weights, feat_hash, feat_value, first, last, rank, shift, mask, out):
+    """``shift·1 + Σ x_f V_f`` into ``out``; returns ``Σ x_f²``."""
+    norm = 0.0
+    for q in range(rank):
+        out[q] = shift
+    for j in range(first, last):
+        x = np.float64(feat_value[j])
+        norm += x * x
+        for q in range(rank):
+            out[q] += x * weights[_latent_slot(feat_hash[j], q, mask), W]
+    return norm
+
+
+@kernel
+def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
+                    labels, importances, initials, labelled, holdout, pairs, rank, shift,
+                    noise, weights, touched, state, params, mask, rtol, atol, out_pred,
+                    out_loss):
+    """Predict and learn each example with the dyadic model; returns ODE step-cap hits."""
+    training = params[P_TRAINING] != 0.0
+    loss = np.int64(params[P_LOSS])
+    n_pairs = pairs.shape[0]
+    a = np.empty((n_pairs, rank))
+    b = np.empty((n_pairs, rank))
+    ca = np.empty(n_pairs)
+    cb = np.empty(n_pairs)
+    ranges = np.empty((n_pairs, 4), dtype=np.int64)
+    U = np.empty(n_pairs)
+    V = np.empty(n_pairs)
+    r = np.empty(n_pairs)
+    delta_a = np.empty(rank)
+    delta_b = np.empty(rank)
+    caps = 0
+    for e in range(rows.shape[0]):
+        row = rows[e]
+        s0 = ex_int[row, SEG_START]
+        s1 = ex_int[row, SEG_END]
+        for m in range(n_pairs):
+            ranges[m, 0], ranges[m, 1] = _namespace_range(seg, s0, s1, pairs[m, 0], ignore)
+            ranges[m, 2], ranges[m, 3] = _namespace_range(seg, s0, s1, pairs[m, 1], ignore)
+        linear = predict_flat(weights, slots, values, starts[e], starts[e + 1], 0, mask,
+                              initials[e])
+        p0 = linear
+        for m in range(n_pairs):
+            ca[m] = _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank,
+                          shift, mask, a[m])
+            cb[m] = _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank,
+                          shift, mask, b[m])
+            for q in range(rank):
+                p0 += a[m, q] * b[m, q]
+            p0 -= shift * rank
+        out_pred[e] = p0
+        label = labels[e]
+        importance = importances[e]
+        value, _, _ = loss_terms(loss, p0, label)
+        out_loss[e] = value * importance if labelled[e] else 0.0
+        if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
+            continue
+        state[T_SUM] += importance
+        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        # symmetry breaking on a latent slot's first update, then fresh statistics
+        for m in range(n_pairs):
+            for side in range(2):
+                for j in range(ranges[m, 2 * side], ranges[m, 2 * side + 1]):
+                    for q in range(rank):
+                        slot = _latent_slot(feat_hash[j], q, mask)
+                        if touched[slot] == 0:
+                            weights[slot, W] += noise * _noise(slot)
+                            touched[slot] = 1
+        p = linear
+        X = 0.0
+        for k in range(starts[e], starts[e + 1]):
+            X += values[k] * values[k]
+        for m in range(n_pairs):
+            _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, shift, mask,
+                  a[m])
+            _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, shift, mask,
+                  b[m])
+            for q in range(rank):
+                p += a[m, q] * b[m, q]
+            p -= shift * rank
+            U[m] = 0.0
+            V[m] = 0.0
+            r[m] = 0.0
+            if ca[m] > 0.0 and cb[m] > 0.0:
+                U[m], V[m], r[m] = dyad_terms(a[m], b[m], ca[m], cb[m])
+            elif ca[m] > 0.0:  # the right side is absent: the pair is linear in s (SPEC §B.2)
+                X += ca[m] * shift * shift * rank
+            elif cb[m] > 0.0:
+                X += cb[m] * shift * shift * rank
+        if loss == HINGE:
+            s = hinge_step(p, label, X, U, V, r, eta, importance)
+        else:
+            s, capped = ode_step(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000)
+            if capped:
+                caps += 1
+        if s == 0.0:
+            continue
+        for k in range(starts[e], starts[e + 1]):
+            weights[slots[k], W] -= s * values[k]
+        for m in range(n_pairs):
+            if ca[m] > 0.0 and cb[m] > 0.0:
+                dyad_increments(a[m], b[m], ca[m], cb[m], s, delta_a, delta_b)
+                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, mask,
+                      delta_a, 1.0 / ca[m])
+                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, mask,
+                      delta_b, 1.0 / cb[m])
+            elif ca[m] > 0.0:  # b̃ ≡ σ1: dV_f/ds = -x_f σ1
+                for q in range(rank):
+                    delta_a[q] = -s * ca[m] * shift
+                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, mask,
+                      delta_a, 1.0 / ca[m])
+            elif cb[m] > 0.0:
+                for q in range(rank):
+                    delta_b[q] = -s * cb[m] * shift
+                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, mask,
+                      delta_b, 1.0 / cb[m])
+    return caps
+
+
+@kernel
+def _move(weights, feat_hash, feat_value, first, last, rank, mask, delta, scale):
+    """``V_f += (x_f / c)·Δ`` for the features of one side (SPEC §B.2 write-back)."""
+    for j in range(first, last):
+        x = np.float64(feat_value[j]) * scale
+        for q in range(rank):
+            weights[_latent_slot(feat_hash[j], q, mask), W] += x * delta[q]
+
+
+class Dyadic:
+    name = "dyad"
+
+    def __init__(self, options: Options):
+        letters: set[str] = set()
+        pairs = []
+        for term in options.dyad:
+            raw = term.encode("latin-1", "replace")
+            if len(raw) != 2:
+                raise OptionError(f"option '--dyad': {term!r} must name two namespace letters")
+            if raw[0] == raw[1]:
+                raise OptionError(f"option '--dyad': {term!r} pairs a namespace with itself")
+            for letter in term:
+                if letter in letters:
+                    raise OptionError(f"option '--dyad': namespace {letter!r} is in two pairs")
+                letters.add(letter)
+            pairs.append(list(raw))
+        if options.rank < 1:
+            raise OptionError(f"option '--rank': {options.rank} must be at least 1")
+        self.pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        self.rank = options.rank
+        self.shift = 0.0 if options.dyad_plain else 1.0
+        self.noise = options.dyad_noise
+
+    def run(self, ws, batch, rows, starts, slots, values, labels, importances, initials,
+            labelled, holdout, out_pred, out_loss) -> int:
+        return dyadic_examples(rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
+                               ws.ignore, starts, slots, values, labels, importances, initials,
+                               labelled, holdout, self.pairs, self.rank, self.shift, self.noise,
+                               ws.weights, ws.touched, ws.state, ws.params, ws.mask,
+                               ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss)
+
+
+def setup(options: Options) -> Dyadic | None:
+    if not options.dyad:
+        if options.dyad_plain or "rank" in options.given:
+            raise OptionError("--rank and --dyad_plain need --dyad LR")
+        return None
+    return Dyadic(options)

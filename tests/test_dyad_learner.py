@@ -1,0 +1,117 @@
+"""The --dyad learner (SPEC §B.1-B.8) on real weight tables."""
+import math
+
+import numpy as np
+import pytest
+
+from pyvw_lite import Workspace
+from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
+from pyvw_lite.learners.gd import P_ETA, P_POWER_T, T_SUM
+from pyvw_lite.options import OptionError
+from pyvw_lite.reductions.dyad import LATENT_STRIDE
+
+
+def slots_of(ws, namespace, feature):
+    fh = hash_bytes(feature, hash_bytes(namespace))
+    linear = fh & ws.mask
+    latent = [(fh + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(ws.dyadic.rank)]
+    return linear, latent
+
+
+def model_prediction(w, ws, rater, task):
+    (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", rater), slots_of(ws, "task", task)
+    const = CONSTANT_HASH & ws.mask
+    a = 1.0 + w[latent_r]
+    b = 1.0 + w[latent_t]
+    return w[lr] + w[lt] + w[const] + float(a @ b) - ws.dyadic.rank
+
+
+@pytest.mark.parametrize("loss,label,h", [("logistic", 1.0, 2.0), ("squared", 0.7, 1.5),
+                                          ("hinge", 1.0, 0.01)])
+def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, label, h):
+    """[B1/B5/B6] the closed-form trajectory (and its 1-D ODE) equals many tiny gradient steps
+    on the actual linear and latent weights."""
+    ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5 --quiet")
+    rng_lines = ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5", "1 |rater r_1 |task t_7"]
+    for line in rng_lines * 3:  # a non-trivial, touched state
+        ws.learn(line if loss != "squared" else line.replace("-1 ", "0.2 "))
+    w0 = ws.weights[:, 0].astype(np.float64).copy()
+    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
+    ws.learn(f"{label} {h} |rater r_1 |task t_5")
+    learned = ws.weights[:, 0].astype(np.float64)
+    (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
+    const = CONSTANT_HASH & ws.mask
+    w = w0.copy()
+    n = 20000
+    for _ in range(n):
+        p = model_prediction(w, ws, "r_1", "t_5")
+        if loss == "logistic":
+            slope = -label / (1.0 + math.exp(label * p))
+        elif loss == "squared":
+            slope = 2.0 * (p - label)
+        else:
+            slope = -label if label * p < 1.0 else 0.0
+        step = eta * (h / n) * slope
+        a, b = 1.0 + w[latent_r], 1.0 + w[latent_t]
+        w[lr] -= step
+        w[lt] -= step
+        w[const] -= step
+        w[latent_r] -= step * b
+        w[latent_t] -= step * a
+    touched = [lr, lt, const, *latent_r, *latent_t]
+    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+
+
+def test_symmetry_is_broken_and_an_absent_side_moves_linearly():
+    """[B7] the k latent dimensions start equal and are separated by the seeded perturbation;
+    [B9] with the task namespace absent the rater's latent vector moves by -s·x·1."""
+    ws = Workspace("--dyad rt --rank 3 --loss_function hinge -l 0.5 --quiet")
+    ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_1 |task t_2"])
+    _, latent = slots_of(ws, "rater", "r_1")
+    assert len(set(np.round(ws.weights[latent, 0], 12))) == 3
+    assert ws.touched[latent].all()
+    before = ws.weights[:, 0].astype(np.float64).copy()
+    linear, latent = slots_of(ws, "rater", "r_2")
+    ws.learn("1 |rater r_2")  # no task: the pair is linear in s
+    moved_linear = ws.weights[linear, 0] - before[linear]
+    moved_latent = ws.weights[latent, 0] - before[latent]
+    noise = ws.weights[latent, 0] - before[latent] - moved_linear  # perturbation + move
+    assert moved_linear > 0
+    np.testing.assert_allclose(moved_latent - noise, moved_linear, rtol=1e-6)
+
+
+def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater_task_file):
+    lines = rater_task_file.read_text().splitlines()
+    ws = Workspace("--dyad rt --rank 2 --loss_function logistic -l 1 --quiet")
+    ws.learn(lines[:2000])
+    ws.save(str(tmp_path / "m"))
+    again = Workspace(f"-i {tmp_path / 'm'} -l 1 --quiet")  # like VW, -l is not kept
+    assert again.dyadic.rank == 2 and np.array_equal(again.touched, ws.touched)
+    np.testing.assert_array_equal(again.predict(lines[2000:]), ws.predict(lines[2000:]))
+    again.learn(lines[2000:])
+    ws.learn(lines[2000:])
+    np.testing.assert_allclose(again.weights, ws.weights, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("args,needle", [
+    ("--dyad rr", "with itself"), ("--dyad rt --dyad tq", "in two pairs"),
+    ("--dyad rtx", "two namespace letters"), ("--rank 2", "need --dyad"),
+    ("--dyad rt --adaptive", "plain importance-aware rate"),
+])
+def test_dyad_option_errors(args, needle):
+    with pytest.raises(OptionError, match=needle):
+        Workspace(args + " --quiet")
+
+
+def test_dyad_beats_linear_on_rater_task_data(rater_task_file):
+    """A rater's reliability times a task's truth is a rank-1 rater×task effect."""
+    from pyvw_lite.synthetic import rater_task, write_vw
+    data = rater_task(n_ratings=60000, n_raters=60, n_tasks=3000, classes=2, seed=5)
+    lines = data.vw_lines(binary=True)
+    linear = Workspace("--loss_function logistic --sgd --invariant -l 2 --quiet")
+    dyadic = Workspace("--loss_function logistic --dyad rt --rank 1 -l 2 --quiet")
+    labels = np.array([float(line.split()[0]) for line in lines])
+
+    def log_loss(pred):
+        return float(np.mean(np.log1p(np.exp(-labels * pred))))
+    assert log_loss(dyadic.learn(lines)) < log_loss(linear.learn(lines))
