@@ -170,8 +170,9 @@ class Workspace:
             raise OptionError("--scores and --probabilities need --oaa or --sft")
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         self.models = self.reduction.models if self.reduction is not None else 1
-        if self.dyadic is not None and self.reduction is not None:
-            raise OptionError("--dyad with a multiclass reduction is not available yet")
+        if self.dyadic is not None and self.reduction is not None and \
+                self.reduction.name != "sft":
+            raise OptionError("--dyad goes with binary learning or --sft (not --oaa or --ect)")
         self.touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
         self.ode_step_caps = 0
         if self.model is not None:
@@ -410,7 +411,8 @@ class Workspace:
             nfeat[part] = np.diff(starts)
             self.reduction.run(self, starts, slots, values, classes[part], importances[part],
                                initials[part], holdout[part], predicted[part],
-                               None if scores is None else scores[part])
+                               None if scores is None else scores[part], batch=batch,
+                               rows=rows[part])
         pred[:] = predicted
         loss[:] = np.where((classes >= 0) & (predicted != classes), importances, 0.0)
         if o.probabilities and not self._want_scores:

@@ -115,3 +115,43 @@ def test_dyad_beats_linear_on_rater_task_data(rater_task_file):
     def log_loss(pred):
         return float(np.mean(np.log1p(np.exp(-labels * pred))))
     assert log_loss(dyadic.learn(lines)) < log_loss(linear.learn(lines))
+
+
+def test_scoring_filter_tree_match_moves_both_competitors_exactly():
+    """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
+    of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
+    from pyvw_lite.learners.gd import CLASS_STRIDE
+    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 --quiet")
+    for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
+        ws.learn(line)
+    w0 = ws.weights[:, 0].astype(np.float64).copy()
+    h = 2.0
+    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
+    ws.learn(f"1 {h} |rater r_1 |task t_5")  # class 1 is the left competitor: target +1
+    learned = ws.weights[:, 0].astype(np.float64)
+    fh_r, fh_t = hash_bytes("r_1", hash_bytes("rater")), hash_bytes("t_5", hash_bytes("task"))
+
+    def class_slots(c):
+        off = c * CLASS_STRIDE
+        lin = [(fh_r + off) & ws.mask, (fh_t + off) & ws.mask, (CONSTANT_HASH + off) & ws.mask]
+        lat_r = [(fh_r + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]
+        lat_t = [(fh_t + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]
+        return lin, lat_r, lat_t
+
+    def score(w, c):
+        lin, lat_r, lat_t = class_slots(c)
+        return w[lin].sum() + float((1 + w[lat_r]) @ (1 + w[lat_t])) - 2
+
+    w = w0.copy()
+    n = 20000
+    for _ in range(n):
+        p = score(w, 0) - score(w, 1)
+        step = eta * (h / n) * (-1.0 / (1.0 + math.exp(p)))
+        for c, sign in ((0, 1.0), (1, -1.0)):
+            lin, lat_r, lat_t = class_slots(c)
+            a, b = 1 + w[lat_r], 1 + w[lat_t]
+            w[lin] -= sign * step
+            w[lat_r] -= sign * step * b
+            w[lat_t] -= sign * step * a
+    touched = [slot for c in (0, 1) for group in class_slots(c) for slot in group]
+    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)

@@ -29,8 +29,8 @@ DYAD_SEED = 0x5EED
 
 
 @kernel
-def _latent_slot(feature_hash, q, mask):
-    return (np.int64(feature_hash) + (q + 1) * LATENT_STRIDE) & mask
+def _latent_slot(feature_hash, offset, q, mask):
+    return (np.int64(feature_hash) + offset + (q + 1) * LATENT_STRIDE) & mask
 
 
 @kernel
@@ -43,8 +43,8 @@ def _noise(slot):
 
 
 @kernel
-def _side(weights, feat_hash, feat_value, first, last, rank, shift, mask, out):
-    """``shift·1 + Σ x_f V_f`` into ``out``; returns ``Σ x_f²``."""
+def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask, out):
+    """``shift·1 + Σ x_f V_f`` (class ``offset``) into ``out``; returns ``Σ x_f²``."""
     norm = 0.0
     for q in range(rank):
         out[q] = shift
@@ -52,8 +52,127 @@ def _side(weights, feat_hash, feat_value, first, last, rank, shift, mask, out):
         x = np.float64(feat_value[j])
         norm += x * x
         for q in range(rank):
-            out[q] += x * weights[_latent_slot(feat_hash[j], q, mask), W]
+            out[q] += x * weights[_latent_slot(feat_hash[j], offset, q, mask), W]
     return norm
+
+
+@kernel
+def _move(weights, feat_hash, feat_value, first, last, offset, rank, mask, delta, scale):
+    """``V_f += (x_f / c)·Δ`` for the features of one side (SPEC §B.2 write-back)."""
+    for j in range(first, last):
+        x = np.float64(feat_value[j]) * scale
+        for q in range(rank):
+            weights[_latent_slot(feat_hash[j], offset, q, mask), W] += x * delta[q]
+
+
+@kernel
+def namespace_ranges(ex_int, seg, row, pairs, ignore, ranges):
+    """Feature ranges ``[L first, L last, R first, R last]`` of every pair in one example."""
+    s0 = ex_int[row, SEG_START]
+    s1 = ex_int[row, SEG_END]
+    for m in range(pairs.shape[0]):
+        ranges[m, 0], ranges[m, 1] = _namespace_range(seg, s0, s1, pairs[m, 0], ignore)
+        ranges[m, 2], ranges[m, 3] = _namespace_range(seg, s0, s1, pairs[m, 1], ignore)
+
+
+@kernel
+def class_score(weights, slots, values, first, last, feat_hash, feat_value, ranges, offset,
+                rank, shift, mask, initial, a, b):
+    """``f(x, c)``: linear part plus ``Σ_pairs (ã·b̃ − σk)`` for the class at ``offset``;
+    leaves the pairs' ``ã``, ``b̃`` in ``a``, ``b``."""
+    score = predict_flat(weights, slots, values, first, last, offset, mask, initial)
+    for m in range(ranges.shape[0]):
+        _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank, shift,
+              mask, a[m])
+        _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank, shift,
+              mask, b[m])
+        for q in range(rank):
+            score += a[m, q] * b[m, q]
+        score -= shift * rank
+    return score
+
+
+@kernel
+def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
+                offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
+                importance, rtol, atol, a, b):
+    """One exact importance-aware step of a binary example whose prediction is
+    ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
+
+    Breaks the symmetry of untouched latent slots, rebuilds the statistics ``(p, X, {U,V,r})``
+    — the second competitor's dyads enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``,
+    SPEC §D.3) — solves for ``s`` and writes every parameter back along its closed-form curve
+    (the second competitor at ``−s``).  Returns ``(s, capped)``.
+    """
+    n_pairs = ranges.shape[0]
+    for side in range(n_sides):
+        for m in range(n_pairs):
+            for half in range(2):
+                for j in range(ranges[m, 2 * half], ranges[m, 2 * half + 1]):
+                    for q in range(rank):
+                        slot = _latent_slot(feat_hash[j], offsets[side], q, mask)
+                        if touched[slot] == 0:
+                            weights[slot, W] += noise * _noise(slot)
+                            touched[slot] = 1
+    X = 0.0
+    for k in range(first, last):
+        X += values[k] * values[k]
+    X *= n_sides
+    U = np.zeros(n_sides * n_pairs)
+    V = np.zeros(n_sides * n_pairs)
+    r = np.zeros(n_sides * n_pairs)
+    ca = np.empty(n_pairs)
+    cb = np.empty(n_pairs)
+    p = initial
+    for side in range(n_sides):
+        sign = 1.0 if side == 0 else -1.0
+        p += sign * class_score(weights, slots, values, first, last, feat_hash, feat_value,
+                                ranges, offsets[side], rank, shift, mask, 0.0, a[side], b[side])
+        for m in range(n_pairs):
+            ca[m] = 0.0
+            cb[m] = 0.0
+            for j in range(ranges[m, 0], ranges[m, 1]):
+                ca[m] += np.float64(feat_value[j]) ** 2
+            for j in range(ranges[m, 2], ranges[m, 3]):
+                cb[m] += np.float64(feat_value[j]) ** 2
+            d = side * n_pairs + m
+            if ca[m] > 0.0 and cb[m] > 0.0:
+                u, v, rate = dyad_terms(a[side, m], b[side, m], ca[m], cb[m])
+                U[d], V[d], r[d] = (u, v, rate) if side == 0 else (v, u, rate)
+            elif ca[m] > 0.0 or cb[m] > 0.0:  # an absent side: linear in s (SPEC §B.2)
+                X += (ca[m] + cb[m]) * shift * shift * rank
+    if loss == HINGE:
+        s = hinge_step(p, label, X, U, V, r, eta, importance)
+        capped = False
+    else:
+        s, capped = ode_step(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000)
+    if s == 0.0:
+        return s, capped
+    delta_a = np.empty(rank)
+    delta_b = np.empty(rank)
+    for side in range(n_sides):
+        move = s if side == 0 else -s
+        offset = offsets[side]
+        for k in range(first, last):
+            weights[(slots[k] + offset) & mask, W] -= move * values[k]
+        for m in range(n_pairs):
+            if ca[m] > 0.0 and cb[m] > 0.0:
+                dyad_increments(a[side, m], b[side, m], ca[m], cb[m], move, delta_a, delta_b)
+                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank,
+                      mask, delta_a, 1.0 / ca[m])
+                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank,
+                      mask, delta_b, 1.0 / cb[m])
+            elif ca[m] > 0.0:  # b̃ ≡ σ1: dV_f/ds = -x_f σ1
+                for q in range(rank):
+                    delta_a[q] = -move * ca[m] * shift
+                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank,
+                      mask, delta_a, 1.0 / ca[m])
+            elif cb[m] > 0.0:
+                for q in range(rank):
+                    delta_b[q] = -move * cb[m] * shift
+                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank,
+                      mask, delta_b, 1.0 / cb[m])
+    return s, capped
 
 
 @kernel
@@ -61,39 +180,19 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
                     out_loss):
-    """Predict and learn each example with the dyadic model; returns ODE step-cap hits."""
+    """Predict and learn each example with the binary dyadic model; returns ODE cap hits."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     n_pairs = pairs.shape[0]
-    a = np.empty((n_pairs, rank))
-    b = np.empty((n_pairs, rank))
-    ca = np.empty(n_pairs)
-    cb = np.empty(n_pairs)
+    a = np.empty((1, n_pairs, rank))
+    b = np.empty((1, n_pairs, rank))
     ranges = np.empty((n_pairs, 4), dtype=np.int64)
-    U = np.empty(n_pairs)
-    V = np.empty(n_pairs)
-    r = np.empty(n_pairs)
-    delta_a = np.empty(rank)
-    delta_b = np.empty(rank)
+    offsets = np.zeros(1, dtype=np.int64)
     caps = 0
     for e in range(rows.shape[0]):
-        row = rows[e]
-        s0 = ex_int[row, SEG_START]
-        s1 = ex_int[row, SEG_END]
-        for m in range(n_pairs):
-            ranges[m, 0], ranges[m, 1] = _namespace_range(seg, s0, s1, pairs[m, 0], ignore)
-            ranges[m, 2], ranges[m, 3] = _namespace_range(seg, s0, s1, pairs[m, 1], ignore)
-        linear = predict_flat(weights, slots, values, starts[e], starts[e + 1], 0, mask,
-                              initials[e])
-        p0 = linear
-        for m in range(n_pairs):
-            ca[m] = _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank,
-                          shift, mask, a[m])
-            cb[m] = _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank,
-                          shift, mask, b[m])
-            for q in range(rank):
-                p0 += a[m, q] * b[m, q]
-            p0 -= shift * rank
+        namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
+        p0 = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash, feat_value,
+                         ranges, 0, rank, shift, mask, initials[e], a[0], b[0])
         out_pred[e] = p0
         label = labels[e]
         importance = importances[e]
@@ -103,73 +202,12 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
             continue
         state[T_SUM] += importance
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
-        # symmetry breaking on a latent slot's first update, then fresh statistics
-        for m in range(n_pairs):
-            for side in range(2):
-                for j in range(ranges[m, 2 * side], ranges[m, 2 * side + 1]):
-                    for q in range(rank):
-                        slot = _latent_slot(feat_hash[j], q, mask)
-                        if touched[slot] == 0:
-                            weights[slot, W] += noise * _noise(slot)
-                            touched[slot] = 1
-        p = linear
-        X = 0.0
-        for k in range(starts[e], starts[e + 1]):
-            X += values[k] * values[k]
-        for m in range(n_pairs):
-            _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, shift, mask,
-                  a[m])
-            _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, shift, mask,
-                  b[m])
-            for q in range(rank):
-                p += a[m, q] * b[m, q]
-            p -= shift * rank
-            U[m] = 0.0
-            V[m] = 0.0
-            r[m] = 0.0
-            if ca[m] > 0.0 and cb[m] > 0.0:
-                U[m], V[m], r[m] = dyad_terms(a[m], b[m], ca[m], cb[m])
-            elif ca[m] > 0.0:  # the right side is absent: the pair is linear in s (SPEC §B.2)
-                X += ca[m] * shift * shift * rank
-            elif cb[m] > 0.0:
-                X += cb[m] * shift * shift * rank
-        if loss == HINGE:
-            s = hinge_step(p, label, X, U, V, r, eta, importance)
-        else:
-            s, capped = ode_step(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000)
-            if capped:
-                caps += 1
-        if s == 0.0:
-            continue
-        for k in range(starts[e], starts[e + 1]):
-            weights[slots[k], W] -= s * values[k]
-        for m in range(n_pairs):
-            if ca[m] > 0.0 and cb[m] > 0.0:
-                dyad_increments(a[m], b[m], ca[m], cb[m], s, delta_a, delta_b)
-                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, mask,
-                      delta_a, 1.0 / ca[m])
-                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, mask,
-                      delta_b, 1.0 / cb[m])
-            elif ca[m] > 0.0:  # b̃ ≡ σ1: dV_f/ds = -x_f σ1
-                for q in range(rank):
-                    delta_a[q] = -s * ca[m] * shift
-                _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], rank, mask,
-                      delta_a, 1.0 / ca[m])
-            elif cb[m] > 0.0:
-                for q in range(rank):
-                    delta_b[q] = -s * cb[m] * shift
-                _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], rank, mask,
-                      delta_b, 1.0 / cb[m])
+        _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
+                                feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
+                                mask, loss, label, initials[e], eta, importance, rtol, atol,
+                                a, b)
+        caps += capped
     return caps
-
-
-@kernel
-def _move(weights, feat_hash, feat_value, first, last, rank, mask, delta, scale):
-    """``V_f += (x_f / c)·Δ`` for the features of one side (SPEC §B.2 write-back)."""
-    for j in range(first, last):
-        x = np.float64(feat_value[j]) * scale
-        for q in range(rank):
-            weights[_latent_slot(feat_hash[j], q, mask), W] += x * delta[q]
 
 
 class Dyadic:

@@ -67,7 +67,7 @@ class FilterTree(TreeReduction):
     out_of_range = "skip"
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
-            out_scores):
+            out_scores, batch=None, rows=None):
         ect_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, self.tree.left, self.tree.right, self.tree.parent, ws.weights,
                      ws.state, ws.params, ws.mask, out_pred)

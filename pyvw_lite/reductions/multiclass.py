@@ -114,7 +114,7 @@ class MulticlassReduction:
         raise NotImplementedError
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
-            out_scores):
+            out_scores, batch=None, rows=None):
         raise NotImplementedError
 
 

@@ -61,7 +61,7 @@ class OneAgainstAll(MulticlassReduction):
         return self.classes
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
-            out_scores):
+            out_scores, batch=None, rows=None):
         record = out_scores is not None
         scores = out_scores if record else np.empty((1, 1))
         oaa_examples(starts, slots, values, classes, importances, initials, holdout,

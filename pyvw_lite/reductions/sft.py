@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS, P_TRAINING, T_SUM,
-                           _learn_flat, predict_flat)
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_ETA, P_FIXED_RANGE, P_LOSS, P_POWER_T,
+                           P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
+from .dyad import class_score, flow_update, namespace_ranges
 from .multiclass import TreeReduction, class_offsets, widen_range
 
 
@@ -53,22 +54,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
         if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
             continue
         state[T_SUM] += importance
-        # the filter: matches the true class plays in the pre-update tournament
-        count = 0
-        child = truth
-        while parent[child] >= 0:
-            if child >= n_classes and _winner(scores, lo[child], hi[child]) != truth:
-                break
-            node = parent[child]
-            n = node - n_classes
-            c1 = _winner(scores, lo[left[n]], hi[left[n]])
-            c2 = _winner(scores, lo[right[n]], hi[right[n]])
-            matches[count, 0] = n
-            matches[count, 1] = c1
-            matches[count, 2] = c2
-            matches[count, 3] = 1 if c1 == truth else -1
-            count += 1
-            child = node
+        count = _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
         for m in range(count):  # bottom-up, each from the current weights
             n = matches[m, 0]
             a = offsets[matches[m, 1]]
@@ -90,15 +76,93 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
                             params, p0, label, importance, gradient2, aux)
 
 
+@kernel
+def _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches):
+    """The matches the true class plays in the pre-update tournament, bottom-up (SPEC §D.3):
+    rows ``(node, c1, c2, side)``; returns how many."""
+    count = 0
+    child = truth
+    while parent[child] >= 0:
+        if child >= n_classes and _winner(scores, lo[child], hi[child]) != truth:
+            break
+        node = parent[child]
+        n = node - n_classes
+        c1 = _winner(scores, lo[left[n]], hi[left[n]])
+        c2 = _winner(scores, lo[right[n]], hi[right[n]])
+        matches[count, 0] = n
+        matches[count, 1] = c1
+        matches[count, 2] = c2
+        matches[count, 3] = 1 if c1 == truth else -1
+        count += 1
+        child = node
+    return count
+
+
+@kernel
+def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
+                        classes, importances, initials, holdout, n_classes, left, right, parent,
+                        lo, hi, pairs, rank, shift, noise, weights, touched, state, params, mask,
+                        rtol, atol, out_pred, out_scores, record_scores):
+    """The scoring filter tree over dyadic class scores: every match moves both competitors'
+    linear and latent parameters along the exact flow (SPEC §D.3 with §B)."""
+    training = params[P_TRAINING] != 0.0
+    loss = np.int64(params[P_LOSS])
+    n_pairs = pairs.shape[0]
+    scores = np.empty(n_classes)
+    offsets = class_offsets(n_classes, mask)
+    pair_offsets = np.empty(2, dtype=np.int64)
+    matches = np.empty((max(1, n_classes), 4), dtype=np.int64)
+    ranges = np.empty((n_pairs, 4), dtype=np.int64)
+    a = np.empty((2, n_pairs, rank))
+    b = np.empty((2, n_pairs, rank))
+    caps = 0
+    for e in range(rows.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
+        for c in range(n_classes):
+            scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
+                                    ranges, offsets[c], rank, shift, mask, initials[e], a[0],
+                                    b[0])
+            if record_scores:
+                out_scores[e, c] = scores[c]
+        out_pred[e] = _winner(scores, 0, n_classes - 1)
+        truth = classes[e]
+        importance = importances[e]
+        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
+            continue
+        state[T_SUM] += importance
+        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        count = _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
+        for m in range(count):
+            pair_offsets[0] = offsets[matches[m, 1]]
+            pair_offsets[1] = offsets[matches[m, 2]]
+            _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
+                                    feat_value, ranges, pair_offsets, 2, rank, shift, noise,
+                                    mask, loss, np.float64(matches[m, 3]), 0.0, eta, importance,
+                                    rtol, atol, a, b)
+            caps += capped
+    return caps
+
+
 class ScoringFilterTree(TreeReduction):
     name = "sft"
     out_of_range = "skip"
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
-            out_scores):
+            out_scores, batch=None, rows=None):
         record = out_scores is not None
         scores = out_scores if record else np.empty((1, 1))
         t = self.tree
+        if ws.dyadic is not None:
+            d = ws.dyadic
+            ws.ode_step_caps += sft_dyadic_examples(
+                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                starts, slots, values, classes, importances, initials, holdout, self.classes,
+                t.left, t.right, t.parent, t.lo, t.hi, d.pairs, d.rank, d.shift, d.noise,
+                ws.weights, ws.touched, ws.state, ws.params, ws.mask, ws.options.ode_rtol,
+                ws.options.ode_atol, out_pred, scores, record)
+            return
         sft_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
                      ws.params, ws.mask, out_pred, scores, record)
