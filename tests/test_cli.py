@@ -184,6 +184,7 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     results = run_bench(lines=2000, repeat=1, workdir=str(tmp_path), peer=False, out=out)
     assert [r.scenario for r in results] == ["binary logistic, 1 pass, text",
                                              "binary logistic, 1 pass, cache",
-                                             "--sft 5 (VW: --ect 5), 1 pass, text"]
+                                             "--sft 5 (VW: --ect 5), 1 pass, text",
+                                             "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)"]
     assert results[0].ours_loss == results[1].ours_loss
     assert "ratio" in out.getvalue()

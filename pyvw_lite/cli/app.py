@@ -22,7 +22,7 @@ def bench(
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also time VW (pip vowpalwabbit)"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
     scenario: list[str] = typer.Option(None, "--scenario",
-                                       help="text, cache or sft (repeatable; default all)"),
+                                       help="text, cache, sft or sft-dyad (repeatable; default all)"),
 ) -> None:
     """Time pyvw-lite and VW side by side on seeded rater-task data; print the ratio."""
     from .bench import SCENARIOS, results_json, run_bench

@@ -84,7 +84,7 @@ def _average_loss(stderr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-SCENARIOS = ("text", "cache", "sft")
+SCENARIOS = ("text", "cache", "sft", "sft-dyad")
 
 
 def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
@@ -101,6 +101,10 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
         "sft": Scenario("--sft 5 (VW: --ect 5), 1 pass, text",
                         ["-d", multiclass_data, "--sft", "5"],
                         ["-d", multiclass_data, "--ect", "5"], lines),
+        # the dyadic scoring filter tree against VW's low-rank quadratic one-against-all
+        "sft-dyad": Scenario("--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)",
+                             ["-d", multiclass_data, "--sft", "5", "--dyad", "rt", "--rank", "2"],
+                             ["-d", multiclass_data, "--oaa", "5", "--lrq", "rt2"], lines),
     }
     return [plan[name] for name in chosen]
 
@@ -118,7 +122,7 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
             out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
             write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
         multiclass = os.path.join(workdir, f"rt5_{lines}_{seed}.vw")
-        if "sft" in chosen and not os.path.exists(multiclass):
+        if {"sft", "sft-dyad"} & set(chosen) and not os.path.exists(multiclass):
             out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
             write_vw(multiclass, rater_task(n_ratings=lines, classes=5, seed=seed))
         use_peer = peer and peer_available()

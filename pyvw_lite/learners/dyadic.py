@@ -184,12 +184,11 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
     total = eta * h
     if total <= 0.0:
         return 0.0, False
+    squared = loss == SQUARED
     target = 0.0
+    known = False  # p⁻¹(y) is only solved for when the flow gets stiff or crosses the label
     reachable = False
-    if loss == SQUARED:
-        target, status = p_inverse(p0, y, X, U, V, r)
-        reachable = status == 0
-    curvature = 2.0 if loss == SQUARED else 0.25
+    curvature = 2.0 if squared else 0.25
     step = min(total, 0.5 / (curvature * abs(dp_ds(0.0, X, U, V, r)) + 1e-300))
     step = max(step, total * 1e-12)
     tau = 0.0
@@ -198,9 +197,13 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
     while tau < total:
         if accepted >= max_steps:
             return s, True
-        if reachable and (total - tau) * 2.0 * abs(dp_ds(s, X, U, V, r)) > 40.0 \
-                and abs(s - target) <= 1e-2 * max(1.0, abs(target)):
-            return target, False
+        if squared and (total - tau) * 2.0 * abs(dp_ds(s, X, U, V, r)) > 40.0:
+            if not known:
+                target, status = p_inverse(p0, y, X, U, V, r)
+                known = True
+                reachable = status == 0
+            if reachable and abs(s - target) <= 1e-2 * max(1.0, abs(target)):
+                return target, False  # the remaining decay is below e^-40
         step = min(step, total - tau)
         full = _rk4(loss, s, step, p0, y, X, U, V, r)
         half = _rk4(loss, _rk4(loss, s, 0.5 * step, p0, y, X, U, V, r), 0.5 * step,
@@ -211,8 +214,13 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
             tau += step
             s = half + (half - full) / 15.0
             accepted += 1
-            if reachable and (target - s) * target < 0.0:  # never cross the label
-                s = target
+            if squared and (p_of_s(p0, s, X, U, V, r) - y) * (p0 - y) < 0.0:
+                if not known:  # never cross the label: clamp onto it
+                    target, status = p_inverse(p0, y, X, U, V, r)
+                    known = True
+                    reachable = status == 0
+                if reachable:
+                    s = target
             step *= 5.0 if error == 0.0 else min(5.0, max(0.2, 0.9 * (scale / error) ** 0.2))
         else:
             step *= max(0.2, 0.9 * (scale / error) ** 0.25)
