@@ -83,6 +83,7 @@ class Driver:
             lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
         top = [ws.reduction.name] if ws.reduction is not None else ["count_label"]
         learners = ["gd"] + (["dyad"] if ws.dyadic is not None else []) \
+            + (["active-simulation"] if ws.active is not None else []) \
             + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
             + [ws.scorer.name] + (["binary"] if ws.binary is not None else []) + top
         lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
@@ -272,6 +273,8 @@ class Driver:
                 ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
             if ws.skipped:
                 self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")
+            if ws.active is not None:
+                self.progress.extra_summary.append(f"total queries = {ws.active.queries}")
             if ws.ode_step_caps:
                 self.progress.extra_summary.append(f"ode_step_cap = {ws.ode_step_caps}")
             total, weight = ws.multiclass_log_loss

@@ -123,6 +123,13 @@ OPTIONS: tuple[Option, ...] = (
            keep=True),
     Option("link", STR, "identity", "link applied to reported predictions", "Learning",
            choices=("identity", "logistic"), keep=True),
+    # active learning
+    Option("active", FLAG, False, "active learning: learn only the examples worth a label",
+           "Active learning"),
+    Option("simulation", FLAG, False, "with --active: all labels are known; the sampler decides "
+           "which ones it would have bought", "Active learning"),
+    Option("mellowness", FLOAT, 1.0, "with --active: larger queries more", "Active learning",
+           metavar="C0"),
     # dyadic learner
     Option("dyad", LIST, (), "pair namespace letters L and R in a low-rank term (repeatable)",
            "Dyadic", keep=True, metavar="LR"),

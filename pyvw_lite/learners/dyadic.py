@@ -21,6 +21,9 @@ from .losses import HINGE, LOGISTIC, SQUARED
 
 EXP_CAP = 700.0  # exponent arguments are clamped here (SPEC §B.2): no inf - inf, no 0·inf
 UNREACHABLE = 1
+# the active sampler's running state (SPEC §C.4), one float64 vector
+SAMPLER_SEEN, SAMPLER_QUERIED, SAMPLER_ERRORS, SAMPLER_QUERIES, SAMPLER_LOW, SAMPLER_HIGH = range(6)
+SAMPLER_SIZE = 6
 
 
 @kernel
@@ -326,3 +329,30 @@ def query_probability(G, k, average_error, queried, mellowness):
         return 1.0
     R = (S + math.sqrt(S * S + 4.0 * G)) / (2.0 * G)
     return b * R * R
+
+
+@kernel
+def query(H, importance, label, pred, sampler, mellowness, u, loss):
+    """The sampler's decision for one labelled example; returns the probability ``P`` used
+    (0 when not queried) and updates the running state."""
+    k = sampler[SAMPLER_SEEN]
+    if k <= 1.0 or math.isinf(H):
+        probability = 1.0  # SPEC erratum 3: an unreachable flip is a query
+    else:
+        probability = query_probability(H / k, k, sampler[SAMPLER_ERRORS] / k, sampler[SAMPLER_QUERIED],
+                                        mellowness)
+    sampler[SAMPLER_SEEN] = k + importance
+    if u >= probability:
+        return 0.0
+    weight = importance / probability
+    sampler[SAMPLER_QUERIED] += importance
+    sampler[SAMPLER_QUERIES] += 1.0
+    if loss == SQUARED:
+        low, high = sampler[SAMPLER_LOW], sampler[SAMPLER_HIGH]
+        if high > low:  # SPEC erratum 4
+            sampler[SAMPLER_ERRORS] += weight * min(1.0, (pred - label) ** 2 / (high - low) ** 2)
+        sampler[SAMPLER_LOW] = min(low, label)
+        sampler[SAMPLER_HIGH] = max(high, label)
+    elif (pred >= 0.0) != (label > 0.0):
+        sampler[SAMPLER_ERRORS] += weight
+    return probability

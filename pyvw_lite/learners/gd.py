@@ -19,7 +19,8 @@ from ..io.hashing import CONSTANT_HASH, FNV_PRIME
 from ..io.vw_text import (FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START, WEIGHT)
 from ..jit import kernel
-from .losses import importance_aware_update, loss_is_positive, loss_terms, plain_update
+from .dyadic import SAMPLER_HIGH, SAMPLER_LOW, hmin_linear, query
+from .losses import SQUARED, importance_aware_update, loss_is_positive, loss_terms, plain_update
 
 W, G, N, RATE = 0, 1, 2, 3
 X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
@@ -359,8 +360,57 @@ def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sid
 
 
 @kernel
+def sensitivity(weights, slots, values, first, last, state, params, gradient2):
+    """``(η, X)`` such that a weight-h update moves the prediction like ``η·h·X`` at first order:
+    for adaptive/normalized updates VW's stateless pred-per-update on a shadow of the state."""
+    adaptive = params[P_ADAPTIVE] != 0.0
+    normalized = params[P_NORMALIZED] != 0.0
+    power_t = params[P_POWER_T]
+    if not (adaptive or normalized):
+        X = 0.0
+        for k in range(first, last):
+            X += max(values[k] * values[k], X2_MIN)
+        return params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t), X
+    norm_x = 0.0
+    per_update = 0.0
+    for k in range(first, last):
+        slot = slots[k]
+        x2 = max(values[k] * values[k], X2_MIN)
+        g = np.float64(weights[slot, G]) + gradient2 * x2 if adaptive else 0.0
+        norm = max(np.float64(weights[slot, N]), math.sqrt(x2)) if normalized else 1.0
+        if normalized:
+            norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
+        per_update += x2 * _rate(g, norm, adaptive, normalized, power_t)
+    if normalized:
+        s_sum = state[NORM_BASE] + norm_x
+        t_sum = state[NORM_BASE + 1] + 1.0
+        per_update *= _decay(s_sum / t_sum, 1.0 - power_t) if adaptive else t_sum / s_sum
+    eta = params[P_ETA] if adaptive else params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t)
+    return eta, per_update
+
+
+@kernel
+def reverting_weight_linear(weights, slots, values, first, last, state, params, sampler, pred):
+    """``H = h_min(x*, −ŷ)`` for a linear example (SPEC §C.3; ``inf`` when not reachable)."""
+    loss = np.int64(params[P_LOSS])
+    if loss == SQUARED:
+        low, high = sampler[SAMPLER_LOW], sampler[SAMPLER_HIGH]
+        if high <= low:
+            return math.inf  # degenerate label range (erratum 3: then query)
+        target = 0.5 * (low + high)
+        label = low if abs(pred - low) > abs(pred - high) else high
+    else:
+        target = 0.0
+        label = -1.0 if pred >= 0.0 else 1.0
+    _, gradient2, _ = loss_terms(loss, pred, label)
+    eta, X = sensitivity(weights, slots, values, first, last, state, params, gradient2)
+    return hmin_linear(loss, pred, label, X, eta, target)
+
+
+@kernel
 def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
-                   weights, state, params, mask, out_pred, out_raw, out_loss):
+                   weights, state, params, mask, out_pred, out_raw, out_loss, active, sampler,
+                   uniforms, mellowness):
     """Predict (and, when training, learn) each flattened example in order.
 
     Writes the clipped prediction, raw score and weighted loss (labelled examples only);
@@ -390,6 +440,14 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
         value, gradient2, aux = loss_terms(loss, pred, label)
         out_loss[e] = value * importance if labelled[e] else 0.0
         if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
+            if active:
+                H = reverting_weight_linear(weights, slots, values, first, last, state, params,
+                                            sampler, pred)
+                probability = query(H, importance, label, pred, sampler, mellowness,
+                                    uniforms[e], loss)
+                if probability == 0.0:
+                    continue
+                importance /= probability
             state[T_SUM] += importance
             if loss_is_positive(loss, pred, label, value):
                 _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state,

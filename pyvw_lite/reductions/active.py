@@ -1,0 +1,43 @@
+"""``--active --simulation``: disagreement-based active learning (SPEC §C.3-C.4).
+
+The per-example work runs inside the learners' kernels (``learners.gd.reverting_weight_linear``,
+``learners.dyadic.query``); this module owns the options, the seeded draws and the state.
+For each labelled example the learner computes the reverting weight ``H``: the smallest
+importance weight whose exact update would flip the current prediction (``h_min`` of SPEC §C,
+with the sensitivity the example would get: VW's stateless ``η·ppu`` for the adaptive learner,
+SPEC erratum 2).  The published sampler (erratum 5) turns ``G = H/k`` into a query probability
+``P``; one seeded uniform draw per example decides, and a queried example is learned with
+importance ``h/P``.  Progress still counts every labelled example.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..learners.dyadic import SAMPLER_QUERIES, SAMPLER_SIZE
+from ..options import OptionError, Options
+
+
+class Active:
+    def __init__(self, options: Options):
+        if not options.simulation:
+            raise OptionError("--active needs --simulation here (all labels are known); "
+                              "the label-request mode is not available yet")
+        self.mellowness = options.mellowness
+        self.rng = np.random.default_rng(options.random_seed)
+        self.sampler = np.zeros(SAMPLER_SIZE)
+
+    def uniforms(self, count: int) -> np.ndarray:
+        """Exactly one draw per example, queried or not (reproducible with --random_seed)."""
+        return self.rng.random(count)
+
+    @property
+    def queries(self) -> int:
+        return int(self.sampler[SAMPLER_QUERIES])
+
+
+def setup(options: Options) -> Active | None:
+    if not options.active:
+        if options.simulation:
+            raise OptionError("--simulation needs --active")
+        return None
+    return Active(options)
