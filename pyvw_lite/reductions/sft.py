@@ -46,15 +46,10 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
         for c in range(n_classes):
             scores[c] = predict_flat(weights, slots, values, first, last, offsets[c], mask,
                                      initials[e])
-            if record_scores:
-                out_scores[e, c] = scores[c]
-        out_pred[e] = _winner(scores, 0, n_classes - 1)
-        truth = classes[e]
+        count = _predict_and_filter(scores, e, out_pred, out_scores, record_scores, classes,
+                                    importances, holdout, training, state, left, right, parent,
+                                    lo, hi, matches)
         importance = importances[e]
-        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
-            continue
-        state[T_SUM] += importance
-        count = _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
         for m in range(count):  # bottom-up, each from the current weights
             n = matches[m, 0]
             a = offsets[matches[m, 1]]
@@ -99,6 +94,23 @@ def _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches):
 
 
 @kernel
+def _predict_and_filter(scores, e, out_pred, out_scores, record_scores, classes, importances,
+                        holdout, training, state, left, right, parent, lo, hi, matches):
+    """Argmax prediction from the class scores; when the example trains, count it in the
+    schedule and return its matches (0 otherwise)."""
+    n_classes = scores.shape[0]
+    if record_scores:
+        for c in range(n_classes):
+            out_scores[e, c] = scores[c]
+    out_pred[e] = _winner(scores, 0, n_classes - 1)
+    truth = classes[e]
+    if not (training and truth >= 0 and holdout[e] == 0 and importances[e] > 0.0):
+        return 0
+    state[T_SUM] += importances[e]
+    return _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
+
+
+@kernel
 def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                         classes, importances, initials, holdout, n_classes, left, right, parent,
                         lo, hi, pairs, rank, shift, noise, weights, touched, state, params, mask,
@@ -124,16 +136,11 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
                                     ranges, offsets[c], rank, shift, mask, initials[e], a[0],
                                     b[0])
-            if record_scores:
-                out_scores[e, c] = scores[c]
-        out_pred[e] = _winner(scores, 0, n_classes - 1)
-        truth = classes[e]
+        count = _predict_and_filter(scores, e, out_pred, out_scores, record_scores, classes,
+                                    importances, holdout, training, state, left, right, parent,
+                                    lo, hi, matches)
         importance = importances[e]
-        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
-            continue
-        state[T_SUM] += importance
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
-        count = _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
         for m in range(count):
             pair_offsets[0] = offsets[matches[m, 1]]
             pair_offsets[1] = offsets[matches[m, 2]]
