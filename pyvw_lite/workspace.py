@@ -465,6 +465,35 @@ class Workspace:
             self.state[:] = saved_state
         return pred, raw
 
+    def h_min(self, examples, target: float = 0.0, label: float | None = None) -> np.ndarray:
+        """The smallest importance weight whose update would move each example's prediction to
+        ``target`` with label ``label`` (SPEC §C); by default the reverting weight: the weight
+        that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
+        Binary learners (linear or ``--dyad``)."""
+        if self.reduction is not None:
+            raise ValueError("h_min is defined for binary learners")
+        batch = self._as_batch(examples)
+        rows = self._valid_rows(batch)
+        out = np.empty(rows.size)
+        targets = np.full(rows.size, float(target))
+        labels = np.full(rows.size, 0.0 if label is None else float(label))
+        initials = np.ascontiguousarray(batch.ex_float[rows, INITIAL])
+        for first, count, starts, slots, values, _ in self.expand(batch, rows):
+            part = slice(first, first + count)
+            if self.dyadic is not None:
+                from .reductions.dyad import dyadic_hmin_examples
+                d = self.dyadic
+                dyadic_hmin_examples(rows[part], batch.ex_int, batch.seg, batch.feat_hash,
+                                     batch.feat_value, self.ignore, starts, slots, values,
+                                     initials[part], targets[part], labels[part], d.pairs,
+                                     d.rank, d.shift, self.weights, self.state, self.params,
+                                     self.mask, out[part])
+            else:
+                gd.hmin_examples(starts, slots, values, initials[part], targets[part],
+                                 labels[part], self.weights, self.state, self.params, self.mask,
+                                 out[part])
+        return out
+
     # ------------------------------------------------------------------ persistence
     def model_data(self, predict_only: bool | None = None) -> ModelData:
         predict_only = self.options.predict_only_model if predict_only is None else predict_only

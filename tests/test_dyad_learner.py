@@ -155,3 +155,19 @@ def test_scoring_filter_tree_match_moves_both_competitors_exactly():
             w[lat_t] -= sign * step * a
     touched = [slot for c in (0, 1) for group in class_slots(c) for slot in group]
     np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+
+
+@pytest.mark.parametrize("args", ["--sgd --invariant --power_t 0 -l 0.3",
+                                  "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0"])
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+def test_h_min_from_the_api_flips_the_prediction_exactly(args, loss):
+    """Learning an example with its reverting weight h_min moves its prediction onto 0."""
+    ws = Workspace(f"{args} --loss_function {loss} --noconstant --quiet")
+    ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"])
+    line = "|rater r_1 |task t_1"
+    before = float(ws.predict(line)[0])
+    weight = float(ws.h_min(line)[0])
+    assert 0 < weight < math.inf
+    flipped = -1 if before >= 0 else 1
+    ws.learn(f"{flipped} {weight!r} {line}")
+    assert float(ws.predict(line)[0]) == pytest.approx(0.0, abs=1e-7)

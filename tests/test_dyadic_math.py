@@ -183,3 +183,36 @@ def test_absent_side_is_linear_and_derivative_is_negative():
     assert p_of_s(1.0, 0.3, 2.0, U, V, r) == pytest.approx(1.0 - 0.6)
     p0, X, U, V, r = golden_state()
     assert all(dp_ds(s, X, U, V, r) < 0 for s in np.linspace(-3, 3, 61))
+
+
+def test_huge_weights_stay_finite_and_match_the_small_step_limit():
+    """Random states and importance weights up to 1e6: every update is finite, squared never
+    passes the label, hinge never passes the margin; small weights agree with tiny steps."""
+    rng = np.random.default_rng(17)
+    for case in range(300):
+        loss = (LOGISTIC, SQUARED, HINGE)[case % 3]
+        a, b = rng.normal(scale=1.5, size=2), rng.normal(scale=1.5, size=2)
+        ca, cb = rng.uniform(0.5, 2.0, size=2)
+        U, V, r = (np.array([v]) for v in dyad_terms(a, b, ca, cb))
+        X = float(rng.uniform(0.5, 3.0))
+        p0 = float(rng.normal(scale=2.0))
+        y = float(rng.choice([-1.0, 1.0])) if loss != SQUARED else float(rng.normal())
+        h = 10.0 ** rng.uniform(-3, 6)
+        if loss == HINGE:
+            s = hinge_step(p0, y, X, U, V, r, 0.5, h)
+        else:
+            s, capped = ode_step(loss, p0, y, X, U, V, r, 0.5, h, 1e-7, 1e-10, 100000)
+            assert not capped
+        assert math.isfinite(s)
+        p = p_of_s(p0, s, X, U, V, r)
+        assert math.isfinite(p)
+        if loss == SQUARED:
+            assert (p - y) * (p0 - y) >= -1e-9 and abs(p - y) <= abs(p0 - y) + 1e-9
+        elif loss == HINGE:
+            assert y * p <= max(1.0, y * p0) + 1e-9
+        else:
+            assert y * p >= y * p0 - 1e-9
+        if 0.5 * h * abs(dp_ds(0.0, X, U, V, r)) < 1e-3:  # first order: s ≈ η h l'(p0, y)
+            slope = 2 * (p0 - y) if loss == SQUARED else (
+                -y / (1 + math.exp(y * p0)) if loss == LOGISTIC else (-y if y * p0 < 1 else 0.0))
+            assert s == pytest.approx(0.5 * h * slope, rel=0.05, abs=1e-9)

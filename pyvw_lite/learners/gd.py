@@ -408,6 +408,23 @@ def reverting_weight_linear(weights, slots, values, first, last, state, params, 
 
 
 @kernel
+def hmin_examples(starts, slots, values, initials, targets, labels, weights, state, params, mask,
+                  out):
+    """``h_min`` of each example under the current linear model (SPEC §C.1-C.2), with the
+    sensitivity the example would be learned with; a label of 0 asks for the reverting weight."""
+    loss = np.int64(params[P_LOSS])
+    for e in range(targets.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
+        pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+        label = labels[e] if labels[e] != 0.0 else (-1.0 if pred >= 0.0 else 1.0)
+        _, gradient2, _ = loss_terms(loss, pred, label)
+        eta, X = sensitivity(weights, slots, values, first, last, state, params, gradient2)
+        out[e] = hmin_linear(loss, pred, label, X, eta, targets[e])
+
+
+@kernel
 def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
                    weights, state, params, mask, out_pred, out_raw, out_loss, active, sampler,
                    uniforms, mellowness):

@@ -18,7 +18,7 @@ import numpy as np
 from ..io.hashing import murmur3_32
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
-from ..learners.dyadic import dyad_increments, dyad_terms, hinge_step, ode_step
+from ..learners.dyadic import dyad_increments, dyad_terms, hinge_step, hmin_dyadic, ode_step
 from ..learners.gd import (P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W, _decay,
                            _namespace_range, predict_flat)
 from ..learners.losses import HINGE, loss_terms
@@ -93,27 +93,12 @@ def class_score(weights, slots, values, first, last, feat_hash, feat_value, rang
 
 
 @kernel
-def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
-                offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b):
-    """One exact importance-aware step of a binary example whose prediction is
-    ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
-
-    Breaks the symmetry of untouched latent slots, rebuilds the statistics ``(p, X, {U,V,r})``
-    — the second competitor's dyads enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``,
-    SPEC §D.3) — solves for ``s`` and writes every parameter back along its closed-form curve
-    (the second competitor at ``−s``).  Returns ``(s, capped)``.
-    """
+def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
+                     n_sides, rank, shift, mask, initial, a, b):
+    """``(p, X, U, V, r, c_a, c_b)`` of a binary example ``f(x, c_0) [− f(x, c_1)]`` (SPEC §B.3):
+    the second competitor's dyads enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``), an
+    absent side adds its linearisation to ``X``.  Leaves the sides' ``ã``, ``b̃`` in ``a``, ``b``."""
     n_pairs = ranges.shape[0]
-    for side in range(n_sides):
-        for m in range(n_pairs):
-            for half in range(2):
-                for j in range(ranges[m, 2 * half], ranges[m, 2 * half + 1]):
-                    for q in range(rank):
-                        slot = _latent_slot(feat_hash[j], offsets[side], q, mask)
-                        if touched[slot] == 0:
-                            weights[slot, W] += noise * _noise(slot)
-                            touched[slot] = 1
     X = 0.0
     for k in range(first, last):
         X += values[k] * values[k]
@@ -141,6 +126,33 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                 U[d], V[d], r[d] = (u, v, rate) if side == 0 else (v, u, rate)
             elif ca[m] > 0.0 or cb[m] > 0.0:  # an absent side: linear in s (SPEC §B.2)
                 X += (ca[m] + cb[m]) * shift * shift * rank
+    return p, X, U, V, r, ca, cb
+
+
+@kernel
+def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
+                offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
+                importance, rtol, atol, a, b):
+    """One exact importance-aware step of a binary example whose prediction is
+    ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
+
+    Breaks the symmetry of untouched latent slots, rebuilds the statistics
+    (:func:`match_statistics`), solves for ``s`` and writes every parameter back along its
+    closed-form curve (the second competitor at ``−s``, SPEC §D.3).  Returns ``(s, capped)``.
+    """
+    n_pairs = ranges.shape[0]
+    for side in range(n_sides):
+        for m in range(n_pairs):
+            for half in range(2):
+                for j in range(ranges[m, 2 * half], ranges[m, 2 * half + 1]):
+                    for q in range(rank):
+                        slot = _latent_slot(feat_hash[j], offsets[side], q, mask)
+                        if touched[slot] == 0:
+                            weights[slot, W] += noise * _noise(slot)
+                            touched[slot] = 1
+    p, X, U, V, r, ca, cb = match_statistics(weights, slots, values, first, last, feat_hash,
+                                             feat_value, ranges, offsets, n_sides, rank, shift,
+                                             mask, initial, a, b)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
         capped = False
@@ -249,3 +261,25 @@ def setup(options: Options) -> Dyadic | None:
             raise OptionError("--rank and --dyad_plain need --dyad LR")
         return None
     return Dyadic(options)
+
+
+@kernel
+def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
+                         initials, targets, labels, pairs, rank, shift, weights, state, params,
+                         mask, out):
+    """``h_min`` of each example under the current dyadic model (SPEC §C.2); a label of 0 asks
+    for the reverting weight (the label opposite to the prediction)."""
+    loss = np.int64(params[P_LOSS])
+    n_pairs = pairs.shape[0]
+    a = np.empty((1, n_pairs, rank))
+    b = np.empty((1, n_pairs, rank))
+    ranges = np.empty((n_pairs, 4), dtype=np.int64)
+    offsets = np.zeros(1, dtype=np.int64)
+    eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
+    for e in range(rows.shape[0]):
+        namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
+        p, X, U, V, r, _, _ = match_statistics(weights, slots, values, starts[e], starts[e + 1],
+                                               feat_hash, feat_value, ranges, offsets, 1, rank,
+                                               shift, mask, initials[e], a, b)
+        label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
+        out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])
