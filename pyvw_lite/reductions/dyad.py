@@ -188,6 +188,13 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
 
 
 @kernel
+def _binary_buffers(n_pairs, rank):
+    """Scratch for one binary example: ``ã``, ``b̃`` per pair, namespace ranges, class offset 0."""
+    return (np.empty((1, n_pairs, rank)), np.empty((1, n_pairs, rank)),
+            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+@kernel
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
@@ -195,11 +202,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     """Predict and learn each example with the binary dyadic model; returns ODE cap hits."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    n_pairs = pairs.shape[0]
-    a = np.empty((1, n_pairs, rank))
-    b = np.empty((1, n_pairs, rank))
-    ranges = np.empty((n_pairs, 4), dtype=np.int64)
-    offsets = np.zeros(1, dtype=np.int64)
+    a, b, ranges, offsets = _binary_buffers(pairs.shape[0], rank)
     caps = 0
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
@@ -270,11 +273,7 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     """``h_min`` of each example under the current dyadic model (SPEC §C.2); a label of 0 asks
     for the reverting weight (the label opposite to the prediction)."""
     loss = np.int64(params[P_LOSS])
-    n_pairs = pairs.shape[0]
-    a = np.empty((1, n_pairs, rank))
-    b = np.empty((1, n_pairs, rank))
-    ranges = np.empty((n_pairs, 4), dtype=np.int64)
-    offsets = np.zeros(1, dtype=np.int64)
+    a, b, ranges, offsets = _binary_buffers(pairs.shape[0], rank)
     eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
