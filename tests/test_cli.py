@@ -188,3 +188,22 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
                                              "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)"]
     assert results[0].ours_loss == results[1].ours_loss
     assert "ratio" in out.getvalue()
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "-"])
+def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path):
+    """A device path is written in place: an atomic rename would replace /dev/stdout itself."""
+    data = tmp_path / "d.vw"
+    data.write_text("1 'a|f x\n-1 'b|f y\n")
+    was_link = os.path.islink("/dev/stdout")
+    with open(tmp_path / "out.txt", "wb") as out:
+        done = subprocess.run(CLI + ["-d", str(data), "-p", target, "--quiet"], stdout=out)
+    assert done.returncode == 0
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert len(lines) == 2 and lines[0] == "0 a" and lines[1].endswith(" b")
+    assert os.path.islink("/dev/stdout") == was_link
+
+
+def test_unwritable_model_path_is_a_clear_error(rater_task_file, capsys):
+    assert main(["-d", str(rater_task_file), "-f", "/nonexistent/dir/m.pvw", "--quiet"]) == 1
+    assert "cannot write /nonexistent/dir/m.pvw" in capsys.readouterr().err

@@ -52,8 +52,10 @@ def run_vw(argv: list[str]) -> int:
         return workspace.run()
     except (OptionError, ModelError, ParseError) as exc:
         return _fail(str(exc))
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        return _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror}")
+    except OSError as exc:  # missing input, unwritable output, ...
+        if exc.filename:
+            return _fail(f"{exc.filename}: {exc.strerror}")
+        return _fail(exc.strerror or str(exc))
     except ValueError as exc:  # e.g. a truncated cache file
         return _fail(str(exc))
     except KeyboardInterrupt:

@@ -12,6 +12,10 @@ import tempfile
 
 
 def _is_special(path: str) -> bool:
+    """Device and process paths (``/dev/stdout``, ``/proc/self/fd/1``) and anything that is not a
+    regular file are written in place: renaming onto them would replace the device link."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -22,14 +26,19 @@ def _is_special(path: str) -> bool:
 @contextlib.contextmanager
 def atomic_write(path: str, binary: bool = True):
     if path == "-" or _is_special(path):
-        handle = open("/dev/stdout" if path == "-" else path, "wb" if binary else "w")
+        handle = os.fdopen(os.dup(1), "wb" if binary else "w") if path == "-" \
+            else open(path, "wb" if binary else "w")
         try:
             yield handle
         finally:
             handle.close()
         return
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", dir=directory)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".",
+                                         dir=directory)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a normal file respects the umask
