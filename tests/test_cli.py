@@ -57,6 +57,11 @@ def test_vw_argv_forms(rater_task_file):
     assert summary_value(a, "average loss") == summary_value(b, "average loss")
 
 
+def test_no_arguments_with_piped_input_learns_from_it(rater_task_file):
+    done = cli([], stdin=rater_task_file.read_bytes())
+    assert done.returncode == 0 and b"number of examples = 3000" in done.stderr
+
+
 def test_stdin_and_gzip_give_the_same_run(rater_task_file, tmp_path):
     data = rater_task_file.read_bytes()
     gz = tmp_path / "rt2.vw.gz"

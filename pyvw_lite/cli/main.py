@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         return 0
+    if not argv and not sys.stdin.isatty():
+        return run_vw(argv)  # `cat train.vw | pyvw-lite` learns from standard input, as vw does
     if not argv or argv[0] in ("-h", "--help") or "--help" in argv:
         sys.stdout.write(_help())
         return 0
