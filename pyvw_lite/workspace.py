@@ -171,8 +171,9 @@ class Workspace:
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         from .reductions import active
         self.active = active.setup(o)
-        if self.active is not None and (self.reduction is not None or self.dyadic is not None):
-            raise OptionError("--active is available for the binary linear learner for now")
+        if self.active is not None and self.reduction is not None:
+            raise OptionError("--active is available for binary learners (linear or --dyad) "
+                              "for now")
         self.models = self.reduction.models if self.reduction is not None else 1
         if self.dyadic is not None and self.reduction is not None and \
                 self.reduction.name != "sft":
@@ -391,21 +392,22 @@ class Workspace:
             if self.binary is not None:
                 pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
             return self.scorer.report(pred), raw, loss, nfeat
-        active = self.active is not None and training
-        draws = self.active.uniforms(n) if active else np.zeros(1)
-        sampler = self.active.sampler if active else np.zeros(1)
-        mellowness = self.active.mellowness if active else 1.0
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
             self.nan_predictions += gd.learn_examples(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
-                self.mask, pred[part], raw[part], loss[part], active, sampler,
-                draws[part] if active else draws, mellowness)
+                self.mask, pred[part], raw[part], loss[part], *self.active_arguments(count))
         if self.binary is not None:
             pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
         return self.scorer.report(pred), raw, loss, nfeat
+
+    def active_arguments(self, count: int):
+        """``(active, sampler state, one uniform draw per example, mellowness)`` for a kernel."""
+        if self.active is None or not self.params[gd.P_TRAINING]:
+            return False, np.zeros(1), np.zeros(1), 1.0
+        return True, self.active.sampler, self.active.uniforms(count), self.active.mellowness
 
     def _run_multiclass(self, batch, rows, holdout, importances, initials, pred, loss, nfeat):
         if batch.classes is None:

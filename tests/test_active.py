@@ -58,3 +58,22 @@ def test_active_options_are_checked():
         Workspace("--active --quiet")
     with pytest.raises(OptionError, match="needs --active"):
         Workspace("--simulation --quiet")
+
+
+def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path):
+    w = np.random.default_rng(0).normal(size=10)
+    train, test = tmp_path / "train.vw", tmp_path / "test.vw"
+    linear_data(train, 12000, 1, w)
+    linear_data(test, 4000, 2, w)
+    errors, queries = {}, {}
+    for name, extra in (("passive", []),
+                        ("active", ["--active", "--simulation", "--mellowness", "0.01"])):
+        model = tmp_path / f"{name}.pvw"
+        _, err, _ = run_workspace(["-d", str(train), "--loss_function", "logistic", "--dyad",
+                                   "fg", "-l", "1", "-f", str(model), *extra])
+        queries[name] = int(summary(err, "total queries")) if extra else 12000
+        _, err, _ = run_workspace(["-d", str(test), "-t", "-i", str(model), "--binary", "-l",
+                                   "1"])
+        errors[name] = float(summary(err, "average loss"))
+    assert queries["active"] <= 8000
+    assert errors["active"] <= errors["passive"] + 0.005

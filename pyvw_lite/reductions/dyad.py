@@ -18,7 +18,8 @@ import numpy as np
 from ..io.hashing import murmur3_32
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
-from ..learners.dyadic import dyad_increments, dyad_terms, hinge_step, hmin_dyadic, ode_step
+from ..learners.dyadic import (dyad_increments, dyad_terms, hinge_step, hmin_dyadic, ode_step,
+                               query)
 from ..learners.gd import (P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W, _decay,
                            _namespace_range, predict_flat)
 from ..learners.losses import HINGE, loss_terms
@@ -198,8 +199,11 @@ def _binary_buffers(n_pairs, rank):
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
-                    out_loss):
-    """Predict and learn each example with the binary dyadic model; returns ODE cap hits."""
+                    out_loss, active, sampler, uniforms, mellowness):
+    """Predict and learn each example with the binary dyadic model; returns ODE cap hits.
+
+    With ``active`` an example is learned only if the sampler queries it (SPEC §C.4), then with
+    importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     a, b, ranges, offsets = _binary_buffers(pairs.shape[0], rank)
@@ -215,6 +219,17 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         out_loss[e] = value * importance if labelled[e] else 0.0
         if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
             continue
+        if active:
+            eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
+            p, X, U, V, r, _, _ = match_statistics(weights, slots, values, starts[e],
+                                                   starts[e + 1], feat_hash, feat_value, ranges,
+                                                   offsets, 1, rank, shift, mask, initials[e],
+                                                   a, b)
+            H = hmin_dyadic(loss, p, -1.0 if p >= 0.0 else 1.0, X, U, V, r, eta, 0.0)
+            probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
+            if probability == 0.0:
+                continue
+            importance /= probability
         state[T_SUM] += importance
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
@@ -255,7 +270,8 @@ class Dyadic:
                                ws.ignore, starts, slots, values, labels, importances, initials,
                                labelled, holdout, self.pairs, self.rank, self.shift, self.noise,
                                ws.weights, ws.touched, ws.state, ws.params, ws.mask,
-                               ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss)
+                               ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss,
+                               *ws.active_arguments(labels.size))
 
 
 def setup(options: Options) -> Dyadic | None:
