@@ -126,13 +126,15 @@ class Driver:
                 out[k] = value[0]
         return outputs
 
-    def _prediction_lines(self, batch: ParsedBatch, rows: np.ndarray, values: np.ndarray) -> str:
+    def _prediction_lines(self, batch: ParsedBatch, rows: np.ndarray, values: np.ndarray,
+                          requests: np.ndarray | None = None) -> str:
         tags = batch.ex_int[rows, TAG_START]
         ends = batch.ex_int[rows, TAG_END]
         buf = batch.buf
         lines = []
         reduction = self.ws.reduction
-        for value, start, end in zip(values.tolist(), tags.tolist(), ends.tolist()):
+        asks = requests.tolist() if requests is not None and requests.any() else [0.0] * len(rows)
+        for value, start, end, ask in zip(values.tolist(), tags.tolist(), ends.tolist(), asks):
             if isinstance(value, list):  # --scores / --probabilities: class:value for every class
                 text = " ".join(f"{reduction.label_text(c)}:{v:g}" for c, v in enumerate(value))
             elif reduction is not None:
@@ -141,6 +143,8 @@ class Driver:
                 text = format_prediction(value)
             if start >= 0:
                 text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
+            if ask > 0.0:  # active learning: request this label, learn it with this importance
+                text += f" {ask:.6f}"
             lines.append(text)
         return "\n".join(lines) + "\n" if lines else ""
 
@@ -254,9 +258,11 @@ class Driver:
             holdout=holdout.astype(bool), label=labels, features=nfeat,
             label_text=label_text, prediction_text=prediction_text)
         scored = multiclass is not None and (self.o.scores or self.o.probabilities)
+        requests = np.concatenate(ws.requests) if ws.requests else None
         for handle, which in writers:
             values = raw if which == 1 or scored else pred
-            handle.write(self._prediction_lines(batch, rows, values))
+            handle.write(self._prediction_lines(batch, rows, values,
+                                                requests if which == 0 else None))
 
     def _finish(self, passes_used: int, early_stopped: bool) -> None:
         o, ws = self.o, self.ws

@@ -213,6 +213,7 @@ class Workspace:
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False
+        self.requests = []
         self.skipped = 0
         self.label_warnings = 0
 
@@ -367,6 +368,7 @@ class Workspace:
         loss = np.empty(n)
         nfeat = np.empty(n, dtype=np.int64)
         self.params[gd.P_TRAINING] = training
+        self.requests = []  # label requests of this batch (active learning without --simulation)
         announce_compile(gd.expand_features, gd.learn_examples)
         # a contiguous run of rows (always so from the cache) needs no gather
         picked = slice(int(rows[0]), int(rows[-1]) + 1) \
@@ -404,10 +406,14 @@ class Workspace:
         return self.scorer.report(pred), raw, loss, nfeat
 
     def active_arguments(self, count: int):
-        """``(active, sampler state, one uniform draw per example, mellowness)`` for a kernel."""
+        """``(mode, sampler state, one uniform draw per example, mellowness, requests)`` for a
+        kernel; ``requests`` receives the importance of each label to request (0: none)."""
+        requests = np.zeros(count)
+        self.requests.append(requests)
         if self.active is None or not self.params[gd.P_TRAINING]:
-            return False, np.zeros(1), np.zeros(1), 1.0
-        return True, self.active.sampler, self.active.uniforms(count), self.active.mellowness
+            return 0, np.zeros(1), np.zeros(1), 1.0, requests
+        return (self.active.mode, self.active.sampler, self.active.uniforms(count),
+                self.active.mellowness, requests)
 
     def _run_multiclass(self, batch, rows, holdout, importances, initials, pred, loss, nfeat):
         if batch.classes is None:

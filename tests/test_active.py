@@ -54,10 +54,29 @@ def test_sampler_is_reproducible_and_mellowness_controls_queries(tmp_path):
 
 def test_active_options_are_checked():
     from pyvw_lite.options import OptionError
-    with pytest.raises(OptionError, match="needs --simulation"):
-        Workspace("--active --quiet")
     with pytest.raises(OptionError, match="needs --active"):
         Workspace("--simulation --quiet")
+
+
+def test_label_request_mode_marks_the_labels_worth_buying(tmp_path):
+    """Without --simulation, unlabelled examples get a request (prediction, tag, importance)
+    or none; labelled ones (returned labels) are learned as given."""
+    w = np.random.default_rng(8).normal(size=5)
+    labelled, pool = tmp_path / "labelled.vw", tmp_path / "pool.vw"
+    linear_data(labelled, 2000, 1, w)
+    linear_data(pool, 3000, 2, w)
+    unlabelled = [f"'q{k} " + line.split(" ", 1)[1] for k, line in
+                  enumerate(pool.read_text().splitlines())]
+    pool.write_text("\n".join(unlabelled) + "\n")
+    model, out = tmp_path / "m.pvw", tmp_path / "p.txt"
+    run_workspace(["-d", str(labelled), "--loss_function", "logistic", "-f", str(model)])
+    _, err, _ = run_workspace(["-d", str(pool), "-i", str(model), "--active", "--mellowness",
+                               "0.01", "-p", str(out)])
+    lines = out.read_text().splitlines()
+    asked = [line.split() for line in lines if len(line.split()) == 3]
+    assert 0 < len(asked) < len(lines) // 2
+    assert int(summary(err, "total queries")) == len(asked)
+    assert all(float(fields[2]) >= 1.0 and fields[1].startswith("q") for fields in asked)
 
 
 def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path):

@@ -331,6 +331,34 @@ def query_probability(G, k, average_error, queried, mellowness):
     return b * R * R
 
 
+SIMULATION, REQUEST = 1, 2  # active modes: labels known, or labels to be requested
+
+
+@kernel
+def request(H, importance, sampler, mellowness, u):
+    """Label-request mode: for an unlabelled example, the importance to learn it with once its
+    label comes back (``h/P``), or 0 when its label is not worth requesting."""
+    k = sampler[SAMPLER_SEEN]
+    if k <= 1.0 or math.isinf(H):
+        probability = 1.0
+    else:
+        probability = query_probability(H / k, k, sampler[SAMPLER_ERRORS] / k,
+                                        sampler[SAMPLER_QUERIED], mellowness)
+    sampler[SAMPLER_SEEN] = k + importance
+    if u >= probability:
+        return 0.0
+    sampler[SAMPLER_QUERIES] += 1.0
+    return importance / probability
+
+
+@kernel
+def returned_label(importance, label, pred, sampler):
+    """A requested label came back (learned with its importance): the sampler's error sums."""
+    sampler[SAMPLER_QUERIED] += 1.0
+    if (pred >= 0.0) != (label > 0.0):
+        sampler[SAMPLER_ERRORS] += importance
+
+
 @kernel
 def query(H, importance, label, pred, sampler, mellowness, u, loss):
     """The sampler's decision for one labelled example; returns the probability ``P`` used

@@ -19,7 +19,8 @@ from ..io.hashing import CONSTANT_HASH, FNV_PRIME
 from ..io.vw_text import (FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START, WEIGHT)
 from ..jit import kernel
-from .dyadic import SAMPLER_HIGH, SAMPLER_LOW, hmin_linear, query
+from .dyadic import (REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear, query,
+                     request, returned_label)
 from .losses import SQUARED, importance_aware_update, loss_is_positive, loss_terms, plain_update
 
 W, G, N, RATE = 0, 1, 2, 3
@@ -427,7 +428,7 @@ def hmin_examples(starts, slots, values, initials, targets, labels, weights, sta
 @kernel
 def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
                    weights, state, params, mask, out_pred, out_raw, out_loss, active, sampler,
-                   uniforms, mellowness):
+                   uniforms, mellowness, requests):
     """Predict (and, when training, learn) each flattened example in order.
 
     Writes the clipped prediction, raw score and weighted loss (labelled examples only);
@@ -456,8 +457,12 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
         out_pred[e] = pred
         value, gradient2, aux = loss_terms(loss, pred, label)
         out_loss[e] = value * importance if labelled[e] else 0.0
+        if active == REQUEST and training and not labelled[e] and importance > 0.0:
+            H = reverting_weight_linear(weights, slots, values, first, last, state, params,
+                                        sampler, pred)
+            requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
         if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
-            if active:
+            if active == SIMULATION:
                 H = reverting_weight_linear(weights, slots, values, first, last, state, params,
                                             sampler, pred)
                 probability = query(H, importance, label, pred, sampler, mellowness,
@@ -465,6 +470,8 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                 if probability == 0.0:
                     continue
                 importance /= probability
+            elif active == REQUEST:
+                returned_label(importance, label, pred, sampler)
             state[T_SUM] += importance
             if loss_is_positive(loss, pred, label, value):
                 _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state,

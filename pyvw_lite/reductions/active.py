@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..learners.dyadic import SAMPLER_QUERIES, SAMPLER_SIZE
+from ..learners.dyadic import REQUEST, SAMPLER_QUERIES, SAMPLER_SIZE, SIMULATION
 from ..options import OptionError, Options
 
 
 class Active:
     def __init__(self, options: Options):
-        if not options.simulation:
-            raise OptionError("--active needs --simulation here (all labels are known); "
-                              "the label-request mode is not available yet")
+        # --simulation: every label is known, the sampler picks which to learn; otherwise
+        # unlabelled examples get a label request (with the importance to learn it with)
+        self.mode = SIMULATION if options.simulation else REQUEST
         self.mellowness = options.mellowness
         self.rng = np.random.default_rng(options.random_seed)
         self.sampler = np.zeros(SAMPLER_SIZE)

@@ -18,8 +18,8 @@ import numpy as np
 from ..io.hashing import murmur3_32
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
-from ..learners.dyadic import (dyad_increments, dyad_terms, hinge_step, hmin_dyadic, ode_step,
-                               query)
+from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
+                               hmin_dyadic, ode_step, query, request, returned_label)
 from ..learners.gd import (P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W, _decay,
                            _namespace_range, predict_flat)
 from ..learners.losses import HINGE, loss_terms
@@ -189,6 +189,18 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
 
 
 @kernel
+def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
+                     rank, shift, mask, initial, loss, state, params, importance, a, b):
+    """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
+    (SPEC §C.3-C.4)."""
+    eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
+    p, X, U, V, r, _, _ = match_statistics(weights, slots, values, first, last, feat_hash,
+                                           feat_value, ranges, offsets, 1, rank, shift, mask,
+                                           initial, a, b)
+    return hmin_dyadic(loss, p, -1.0 if p >= 0.0 else 1.0, X, U, V, r, eta, 0.0)
+
+
+@kernel
 def _binary_buffers(n_pairs, rank):
     """Scratch for one binary example: ``ã``, ``b̃`` per pair, namespace ranges, class offset 0."""
     return (np.empty((1, n_pairs, rank)), np.empty((1, n_pairs, rank)),
@@ -199,7 +211,7 @@ def _binary_buffers(n_pairs, rank):
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
-                    out_loss, active, sampler, uniforms, mellowness):
+                    out_loss, active, sampler, uniforms, mellowness, requests):
     """Predict and learn each example with the binary dyadic model; returns ODE cap hits.
 
     With ``active`` an example is learned only if the sampler queries it (SPEC §C.4), then with
@@ -217,15 +229,19 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         importance = importances[e]
         value, _, _ = loss_terms(loss, p0, label)
         out_loss[e] = value * importance if labelled[e] else 0.0
+        if active == REQUEST and training and not labelled[e] and importance > 0.0:
+            H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
+                                 feat_value, ranges, offsets, rank, shift, mask, initials[e],
+                                 loss, state, params, importance, a, b)
+            requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
         if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
             continue
-        if active:
-            eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
-            p, X, U, V, r, _, _ = match_statistics(weights, slots, values, starts[e],
-                                                   starts[e + 1], feat_hash, feat_value, ranges,
-                                                   offsets, 1, rank, shift, mask, initials[e],
-                                                   a, b)
-            H = hmin_dyadic(loss, p, -1.0 if p >= 0.0 else 1.0, X, U, V, r, eta, 0.0)
+        if active == REQUEST:
+            returned_label(importance, label, p0, sampler)
+        elif active == SIMULATION:
+            H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
+                                 feat_value, ranges, offsets, rank, shift, mask, initials[e],
+                                 loss, state, params, importance, a, b)
             probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
             if probability == 0.0:
                 continue
