@@ -176,8 +176,8 @@ class Workspace:
                               "for now")
         self.models = self.reduction.models if self.reduction is not None else 1
         if self.dyadic is not None and self.reduction is not None and \
-                self.reduction.name != "sft":
-            raise OptionError("--dyad goes with binary learning or --sft (not --oaa or --ect)")
+                self.reduction.name == "ect":
+            raise OptionError("--dyad goes with binary learning, --oaa or --sft (not --ect)")
         self.touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
         self.ode_step_caps = 0
         if self.model is not None:

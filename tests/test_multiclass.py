@@ -156,14 +156,17 @@ def test_labels_indexing_names_and_out_of_range(tmp_path):
     assert set((tmp_path / "p").read_text().split()) <= {"cat", "dog"}
 
 
-@pytest.mark.parametrize("reduction", ["oaa", "ect", "sft"])
-def test_multiclass_models_roundtrip_and_resume(reduction, tmp_path):
+@pytest.mark.parametrize("reduction,extra", [("oaa", ""), ("ect", ""), ("sft", ""),
+                                             ("oaa", "--dyad rt --rank 2"),
+                                             ("sft", "--dyad rt --rank 2")])
+def test_multiclass_models_roundtrip_and_resume(reduction, extra, tmp_path):
     data = tmp_path / "d.vw"
     data.write_bytes(gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes())[:200_000])
     model = tmp_path / "m"
-    run_workspace(["-d", str(data), f"--{reduction}", "5", "-f", str(model), "--quiet"])
+    run_workspace(["-d", str(data), f"--{reduction}", "5", "-f", str(model), "--quiet",
+                   *extra.split()])
     a, b = tmp_path / "a", tmp_path / "b"
     run_workspace(["-d", str(data), "-t", "-i", str(model), "-p", str(a), "--quiet"])
     run_workspace(["-d", str(data), "-t", f"--{reduction}", "5", "-i", str(model), "-p", str(b),
-                   "--quiet"])
+                   "--quiet", *extra.split()])
     assert a.read_text() == b.read_text() and len(a.read_text().split()) > 1000

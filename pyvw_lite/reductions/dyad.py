@@ -201,10 +201,22 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
 
 
 @kernel
-def _binary_buffers(n_pairs, rank):
-    """Scratch for one binary example: ``ã``, ``b̃`` per pair, namespace ranges, class offset 0."""
-    return (np.empty((1, n_pairs, rank)), np.empty((1, n_pairs, rank)),
-            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+def scratch(n_pairs, rank, sides):
+    """Per-example scratch: ``ã``, ``b̃`` per side and pair, namespace ranges, side offsets."""
+    return (np.empty((sides, n_pairs, rank)), np.empty((sides, n_pairs, rank)),
+            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(sides, dtype=np.int64))
+
+
+@kernel
+def dyadic_class_scores(ex_int, seg, row, pairs, ignore, weights, slots, values, first, last,
+                        feat_hash, feat_value, ranges, offsets, rank, shift, mask, initial, a, b,
+                        scores):
+    """``f(x, c)`` of every class (``offsets``) into ``scores``; fills the example's namespace
+    ``ranges`` first."""
+    namespace_ranges(ex_int, seg, row, pairs, ignore, ranges)
+    for c in range(offsets.shape[0]):
+        scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
+                                ranges, offsets[c], rank, shift, mask, initial, a[0], b[0])
 
 
 @kernel
@@ -218,7 +230,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets = _binary_buffers(pairs.shape[0], rank)
+    a, b, ranges, offsets = scratch(pairs.shape[0], rank, 1)
     caps = 0
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
@@ -305,7 +317,7 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     """``h_min`` of each example under the current dyadic model (SPEC §C.2); a label of 0 asks
     for the reverting weight (the label opposite to the prediction)."""
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets = _binary_buffers(pairs.shape[0], rank)
+    a, b, ranges, offsets = scratch(pairs.shape[0], rank, 1)
     eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)

@@ -12,10 +12,10 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
-                           P_TRAINING, T_SUM, _learn_flat, predict_flat)
+                           P_TRAINING, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
-from .multiclass import TreeReduction, widen_range
+from .multiclass import TreeReduction, starts_training, widen_range
 
 
 @kernel
@@ -38,9 +38,8 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
         out_pred[e] = node
         truth = classes[e]
         importance = importances[e]
-        if not (training and truth >= 0 and holdout[e] == 0 and importance > 0.0):
+        if not starts_training(training, truth, holdout[e], importance, state):
             continue
-        state[T_SUM] += importance
         node = truth
         while parent[node] >= 0:
             up = parent[node]

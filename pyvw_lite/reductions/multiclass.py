@@ -12,7 +12,7 @@ import numpy as np
 
 from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
 from ..jit import kernel
-from ..learners.gd import CLASS_STRIDE, MAX_LABEL, MIN_LABEL
+from ..learners.gd import CLASS_STRIDE, MAX_LABEL, MIN_LABEL, T_SUM
 from ..options import OptionError, Options
 
 UNLABELLED = -1
@@ -26,6 +26,28 @@ def class_offsets(n_classes, mask):
     for c in range(n_classes):
         offsets[c] = (c * CLASS_STRIDE) & mask
     return offsets
+
+
+@kernel
+def predicted_class(scores, e, out_pred, out_scores, record_scores):
+    """Argmax of the class scores (ties to the lowest class) into ``out_pred[e]``."""
+    best = 0
+    for c in range(scores.shape[0]):
+        if scores[c] > scores[best]:
+            best = c
+        if record_scores:
+            out_scores[e, c] = scores[c]
+    out_pred[e] = best
+    return best
+
+
+@kernel
+def starts_training(training, truth, held_out, importance, state):
+    """Whether a multiclass example trains; if so it counts once in the schedule's time."""
+    if not (training and truth >= 0 and held_out == 0 and importance > 0.0):
+        return False
+    state[T_SUM] += importance
+    return True
 
 
 @kernel(inline="always")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
-                           P_TRAINING, T_SUM, _learn_flat, predict_flat)
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_ETA, P_FIXED_RANGE, P_LOSS, P_POWER_T,
+                           P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .multiclass import MulticlassReduction, class_offsets, widen_range
+from .dyad import dyadic_class_scores, flow_update, scratch
+from .multiclass import (MulticlassReduction, class_offsets, predicted_class, starts_training,
+                         widen_range)
 
 
 @kernel
@@ -28,19 +30,13 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
-        best = 0
         for c in range(n_classes):
             raw = predict_flat(weights, slots, values, first, last, offsets[c], mask, initials[e])
             scores[c] = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
-            if scores[c] > scores[best]:
-                best = c
-            if record_scores:
-                out_scores[e, c] = scores[c]
-        out_pred[e] = best
+        predicted_class(scores, e, out_pred, out_scores, record_scores)
         truth = classes[e]
         importance = importances[e]
-        if training and truth >= 0 and holdout[e] == 0 and importance > 0.0:
-            state[T_SUM] += importance
+        if starts_training(training, truth, holdout[e], importance, state):
             if not fixed_range:
                 widen_range(state, -1.0)
                 widen_range(state, 1.0)
@@ -50,6 +46,41 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                 if loss_is_positive(loss, scores[c], label, value):
                     _learn_flat(weights, slots, values, first, last, offsets[c], 0, False, mask,
                                 c, state, params, scores[c], label, importance, gradient2, aux)
+
+
+@kernel
+def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
+                        classes, importances, initials, holdout, n_classes, pairs, rank, shift,
+                        noise, weights, touched, state, params, mask, rtol, atol, out_pred,
+                        out_scores, record_scores):
+    """One-against-all over dyadic class scores: every class learns its ±1 example along its
+    own exact flow (SPEC §B with §D.4)."""
+    training = params[P_TRAINING] != 0.0
+    loss = np.int64(params[P_LOSS])
+    scores = np.empty(n_classes)
+    offsets = class_offsets(n_classes, mask)
+    a, b, ranges, one = scratch(pairs.shape[0], rank, 1)
+    caps = 0
+    for e in range(rows.shape[0]):
+        first = starts[e]
+        last = starts[e + 1]
+        dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first,
+                            last, feat_hash, feat_value, ranges, offsets, rank, shift, mask,
+                            initials[e], a, b, scores)
+        predicted_class(scores, e, out_pred, out_scores, record_scores)
+        truth = classes[e]
+        importance = importances[e]
+        if not starts_training(training, truth, holdout[e], importance, state):
+            continue
+        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        for c in range(n_classes):
+            one[0] = offsets[c]
+            _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
+                                    feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
+                                    1.0 if c == truth else -1.0, initials[e], eta, importance,
+                                    rtol, atol, a, b)
+            caps += capped
+    return caps
 
 
 class OneAgainstAll(MulticlassReduction):
@@ -64,6 +95,14 @@ class OneAgainstAll(MulticlassReduction):
             out_scores, batch=None, rows=None):
         record = out_scores is not None
         scores = out_scores if record else np.empty((1, 1))
+        if ws.dyadic is not None:
+            d = ws.dyadic
+            ws.ode_step_caps += oaa_dyadic_examples(
+                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                starts, slots, values, classes, importances, initials, holdout, self.classes,
+                d.pairs, d.rank, d.shift, d.noise, ws.weights, ws.touched, ws.state, ws.params,
+                ws.mask, ws.options.ode_rtol, ws.options.ode_atol, out_pred, scores, record)
+            return
         oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, ws.weights, ws.state, ws.params, ws.mask, out_pred, scores,
                      record)

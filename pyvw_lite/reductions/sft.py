@@ -17,8 +17,9 @@ from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_ETA, P_FIXED_RANGE, P_LOSS, P
                            P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import class_score, flow_update, namespace_ranges
-from .multiclass import TreeReduction, class_offsets, widen_range
+from .dyad import dyadic_class_scores, flow_update, scratch
+from .multiclass import (TreeReduction, class_offsets, predicted_class, starts_training,
+                         widen_range)
 
 
 @kernel(inline="always")
@@ -98,16 +99,11 @@ def _predict_and_filter(scores, e, out_pred, out_scores, record_scores, classes,
                         holdout, training, state, left, right, parent, lo, hi, matches):
     """Argmax prediction from the class scores; when the example trains, count it in the
     schedule and return its matches (0 otherwise)."""
-    n_classes = scores.shape[0]
-    if record_scores:
-        for c in range(n_classes):
-            out_scores[e, c] = scores[c]
-    out_pred[e] = _winner(scores, 0, n_classes - 1)
+    predicted_class(scores, e, out_pred, out_scores, record_scores)
     truth = classes[e]
-    if not (training and truth >= 0 and holdout[e] == 0 and importances[e] > 0.0):
+    if not starts_training(training, truth, holdout[e], importances[e], state):
         return 0
-    state[T_SUM] += importances[e]
-    return _filter(scores, truth, n_classes, left, right, parent, lo, hi, matches)
+    return _filter(scores, truth, scores.shape[0], left, right, parent, lo, hi, matches)
 
 
 @kernel
@@ -119,23 +115,17 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     linear and latent parameters along the exact flow (SPEC §D.3 with §B)."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    n_pairs = pairs.shape[0]
     scores = np.empty(n_classes)
     offsets = class_offsets(n_classes, mask)
-    pair_offsets = np.empty(2, dtype=np.int64)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)
-    ranges = np.empty((n_pairs, 4), dtype=np.int64)
-    a = np.empty((2, n_pairs, rank))
-    b = np.empty((2, n_pairs, rank))
+    a, b, ranges, pair_offsets = scratch(pairs.shape[0], rank, 2)
     caps = 0
     for e in range(rows.shape[0]):
         first = starts[e]
         last = starts[e + 1]
-        namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
-        for c in range(n_classes):
-            scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
-                                    ranges, offsets[c], rank, shift, mask, initials[e], a[0],
-                                    b[0])
+        dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first,
+                            last, feat_hash, feat_value, ranges, offsets, rank, shift, mask,
+                            initials[e], a, b, scores)
         count = _predict_and_filter(scores, e, out_pred, out_scores, record_scores, classes,
                                     importances, holdout, training, state, left, right, parent,
                                     lo, hi, matches)
