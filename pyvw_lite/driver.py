@@ -113,6 +113,7 @@ class Driver:
         ws = self.ws
         outputs = [np.empty(rows.size), np.empty(rows.size), np.empty(rows.size),
                    np.empty(rows.size, np.int64)]
+        requests = []
         for k, row in enumerate(rows):
             one = rows[k:k + 1]
             if self.o.audit:
@@ -122,8 +123,10 @@ class Driver:
                 for name, slot, _ in ws.feature_names(batch, int(row)):
                     self.names.setdefault(slot, set()).add(name)
             result = ws._run_kernel(batch, one, holdout[k:k + 1], ws.training)
+            requests.extend(ws.requests)
             for out, value in zip(outputs, result):
                 out[k] = value[0]
+        ws.requests = requests  # the label requests of the whole batch, row by row
         return outputs
 
     def _prediction_lines(self, batch: ParsedBatch, rows: np.ndarray, values: np.ndarray,
