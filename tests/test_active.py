@@ -19,7 +19,8 @@ def summary(err, key):
     return next(line.split(" = ")[1] for line in err.splitlines() if line.startswith(key))
 
 
-def test_active_reaches_passive_error_with_far_fewer_labels(tmp_path):
+def passive_and_active(tmp_path, learner):
+    """Test errors and labels used, passive against active (mellowness 0.01), same learner."""
     w = np.random.default_rng(0).normal(size=10)
     train, test = tmp_path / "train.vw", tmp_path / "test.vw"
     linear_data(train, 12000, 1, w)
@@ -29,11 +30,22 @@ def test_active_reaches_passive_error_with_far_fewer_labels(tmp_path):
                         ("active", ["--active", "--simulation", "--mellowness", "0.01"])):
         model = tmp_path / f"{name}.pvw"
         _, err, _ = run_workspace(["-d", str(train), "--loss_function", "logistic",
-                                   "-f", str(model), *extra])
+                                   "-f", str(model), *learner, *extra])
         queries[name] = int(summary(err, "total queries")) if extra else 12000
         _, err, _ = run_workspace(["-d", str(test), "-t", "-i", str(model), "--binary"])
         errors[name] = float(summary(err, "average loss"))
+    return errors, queries
+
+
+def test_active_reaches_passive_error_with_far_fewer_labels(tmp_path):
+    errors, queries = passive_and_active(tmp_path, [])
     assert queries["active"] <= 6000
+    assert errors["active"] <= errors["passive"] + 0.005
+
+
+def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path):
+    errors, queries = passive_and_active(tmp_path, ["--dyad", "fg", "-l", "1"])
+    assert queries["active"] <= 8000
     assert errors["active"] <= errors["passive"] + 0.005
 
 
@@ -78,21 +90,3 @@ def test_label_request_mode_marks_the_labels_worth_buying(tmp_path):
     assert int(summary(err, "total queries")) == len(asked)
     assert all(float(fields[2]) >= 1.0 and fields[1].startswith("q") for fields in asked)
 
-
-def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path):
-    w = np.random.default_rng(0).normal(size=10)
-    train, test = tmp_path / "train.vw", tmp_path / "test.vw"
-    linear_data(train, 12000, 1, w)
-    linear_data(test, 4000, 2, w)
-    errors, queries = {}, {}
-    for name, extra in (("passive", []),
-                        ("active", ["--active", "--simulation", "--mellowness", "0.01"])):
-        model = tmp_path / f"{name}.pvw"
-        _, err, _ = run_workspace(["-d", str(train), "--loss_function", "logistic", "--dyad",
-                                   "fg", "-l", "1", "-f", str(model), *extra])
-        queries[name] = int(summary(err, "total queries")) if extra else 12000
-        _, err, _ = run_workspace(["-d", str(test), "-t", "-i", str(model), "--binary", "-l",
-                                   "1"])
-        errors[name] = float(summary(err, "average loss"))
-    assert queries["active"] <= 8000
-    assert errors["active"] <= errors["passive"] + 0.005
