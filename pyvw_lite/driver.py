@@ -10,7 +10,6 @@ from typing import Iterator
 
 import numpy as np
 
-from ._version import __version__
 from .io import cache as cache_io
 from .io.atomic import atomic_write
 from .io.progress import LiveBar, ProgressTable, use_live_bar

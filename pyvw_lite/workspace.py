@@ -11,7 +11,6 @@ The same object serves the command line (``run``) and Python (``learn``/``predic
 from __future__ import annotations
 
 import math
-import os
 import sys
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -20,17 +19,14 @@ from typing import Iterable, Iterator, Sequence, TextIO
 import numpy as np
 
 from ._version import __version__
-from .io import cache as cache_io
 from .io.atomic import atomic_write
 from .io.hashing import CONSTANT_HASH
-from .io.model_io import ModelData, ModelError, load_model, read_header, save_model, text_header
-from .io.progress import LiveBar, ProgressTable, use_live_bar
-from .io.source import LineChunks
-from .io.vw_text import (EMPTY, INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END, TAG_START,
+from .io.model_io import ModelData, ModelError, load_model, save_model, text_header
+from .io.vw_text import (INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END, TAG_START,
                          WEIGHT, ParsedBatch, describe_error, parse_buffer, split_lines)
 from .jit import announce_compile
 from .learners import gd
-from .learners.losses import HINGE, LOGISTIC, LOSS_CODES, loss_value
+from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
 from .options import OptionError, Options, options_from, parse_argv
 from .reductions import interactions as interactions_mod
 
@@ -550,8 +546,7 @@ class Workspace:
     # ------------------------------------------------------------------ names (audit, invert_hash)
     def feature_names(self, batch: ParsedBatch, row: int):
         """(name, slot, value) of every flattened feature of one example, VW's audit names."""
-        from .io.vw_text import F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_BYTE, \
-            SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START, SEG_END
+        from .io.vw_text import F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START, SEG_END
         _, n, starts, slots, values, origins = next(self.expand(batch, np.array([row]), True))
         n = int(starts[1])
         namespace_of = {}

@@ -103,9 +103,9 @@ def test_dyad_option_errors(args, needle):
         Workspace(args + " --quiet")
 
 
-def test_dyad_beats_linear_on_rater_task_data(rater_task_file):
+def test_dyad_beats_linear_on_rater_task_data():
     """A rater's reliability times a task's truth is a rank-1 rater×task effect."""
-    from pyvw_lite.synthetic import rater_task, write_vw
+    from pyvw_lite.synthetic import rater_task
     data = rater_task(n_ratings=60000, n_raters=60, n_tasks=3000, classes=2, seed=5)
     lines = data.vw_lines(binary=True)
     linear = Workspace("--loss_function logistic --sgd --invariant -l 2 --quiet")

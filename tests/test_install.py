@@ -13,7 +13,7 @@ def run(code: str, env_extra: dict) -> subprocess.CompletedProcess:
 
 
 def test_read_only_package_directory_falls_back_to_a_writable_cache(tmp_path):
-    code = f"""
+    code = """
         import os, pyvw_lite
         package = os.path.dirname(pyvw_lite.__file__)
         real_access = os.access

@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from ..io.hashing import CONSTANT_HASH, FNV_PRIME
-from ..io.vw_text import (FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, SEG_BYTE, SEG_END,
-                          SEG_FEND, SEG_FSTART, SEG_START, WEIGHT)
+from ..io.vw_text import (FEAT_END, FEAT_START, SEG_BYTE, SEG_END,
+                          SEG_FEND, SEG_FSTART, SEG_START)
 from ..jit import kernel
 from .dyadic import (REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear, query,
                      request, returned_label)

@@ -113,7 +113,7 @@ class MulticlassReduction:
             zero, top = np.flatnonzero(integers == 0), np.flatnonzero(integers == self.classes)
             if zero.size and (not top.size or zero[0] < top[0]):
                 self.indexing = 0
-                where(f"[info] label 0 found -- labels are now considered 0-indexed.")
+                where("[info] label 0 found -- labels are now considered 0-indexed.")
             elif top.size:
                 self.indexing = 1
         offset = 0 if self.indexing == 0 else 1
