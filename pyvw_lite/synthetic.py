@@ -62,3 +62,83 @@ def write_vw(path: str, data: RaterTaskData, binary: bool = False, chunk: int = 
         lines = data.vw_lines(binary)
         for start in range(0, len(lines), chunk):
             handle.write("\n".join(lines[start:start + chunk]) + "\n")
+
+
+@dataclass
+class CrowdAnswers:
+    tasks: np.ndarray  # task index per answer
+    workers: np.ndarray  # worker index per answer
+    labels: np.ndarray  # 0..K-1 per answer
+    truth: np.ndarray  # true class per task
+    classes: int
+
+    def write(self, answers_path: str, truth_path: str | None = None) -> None:
+        """crowd-kit's layout: ``task,worker,label`` (and ``task,label`` for the truth)."""
+        with open(answers_path, "w") as handle:
+            handle.write("task,worker,label\n")
+            rows = np.char.add(np.char.add(np.char.add("t", self.tasks.astype(str)), ",w"),
+                               self.workers.astype(str))
+            rows = np.char.add(np.char.add(rows, ","), self.labels.astype(str))
+            handle.write("\n".join(rows.tolist()) + "\n")
+        if truth_path:
+            with open(truth_path, "w") as handle:
+                handle.write("task,label\n")
+                handle.write("\n".join(f"t{task},{label}"
+                                       for task, label in enumerate(self.truth.tolist())) + "\n")
+
+
+def crowd_answers(n_tasks: int = 100_000, answers_per_task: int = 5, n_workers: int = 2_000,
+                  classes: int = 5, seed: int = 12345, spammer_fraction: float = 0.1,
+                  accuracy: tuple[float, float] = (0.5, 0.9), hard_fraction: float = 0.2
+                  ) -> CrowdAnswers:
+    """A Dawid-Skene world with item difficulty: each task gets distinct, activity-weighted workers.
+
+    Honest workers answer through a confusion matrix with a uniform accuracy on the diagonal;
+    spammers answer from one fixed distribution whatever the truth; on a hard task (a
+    ``hard_fraction`` of them) every answer is uniform with probability one half.
+    """
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, classes, size=n_tasks)
+    skill = rng.uniform(accuracy[0], accuracy[1], size=n_workers)
+    confusion = np.empty((n_workers, classes, classes))
+    for true_class in range(classes):
+        mistakes = rng.dirichlet(np.ones(classes - 1), size=n_workers) * (1.0 - skill)[:, None]
+        confusion[:, true_class, :] = np.insert(mistakes, true_class, skill, axis=1)
+    spammers = rng.random(n_workers) < spammer_fraction
+    confusion[spammers] = rng.dirichlet(np.full(classes, 0.5), size=int(spammers.sum()))[:, None, :]
+    activity = rng.lognormal(0.0, 0.5, size=n_workers)
+    workers = _distinct_draws(rng, activity / activity.sum(), n_tasks, answers_per_task)
+    tasks = np.repeat(np.arange(n_tasks), answers_per_task)
+    workers = workers.ravel()
+    rows = confusion[workers, truth[tasks], :]
+    hard = np.repeat(rng.random(n_tasks) < hard_fraction, answers_per_task)
+    rows = np.where(hard[:, None], 0.5 * rows + 0.5 / classes, rows)
+    labels = np.minimum((rng.random(tasks.size)[:, None] > rows.cumsum(axis=1)).sum(axis=1),
+                        classes - 1)
+    return CrowdAnswers(tasks=tasks, workers=workers, labels=labels, truth=truth, classes=classes)
+
+
+def _distinct_draws(rng, p: np.ndarray, rows: int, per_row: int) -> np.ndarray:
+    """``per_row`` distinct indices per row, drawn with probabilities ``p`` (without replacement)."""
+    if per_row > p.size:
+        raise ValueError(f"cannot draw {per_row} distinct workers out of {p.size}")
+    cumulative = np.cumsum(p)
+    out = np.empty((rows, per_row), dtype=np.int64)
+    pending = np.arange(rows)
+    width = 2 * per_row + 2
+    while pending.size:
+        draws = np.minimum(np.searchsorted(cumulative, rng.random((pending.size, width)) * cumulative[-1]),
+                           p.size - 1)
+        ordered = np.sort(draws, axis=1)
+        repeated = np.zeros_like(ordered, dtype=bool)
+        repeated[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+        ordered[repeated] = p.size  # push repeats to the end
+        ordered.sort(axis=1)
+        complete = (~repeated).sum(axis=1) >= per_row
+        # shuffle within the row so the kept workers are not biased to low indices
+        chosen = ordered[complete]
+        keys = rng.random(chosen.shape) + (chosen == p.size)
+        chosen = np.take_along_axis(chosen, np.argsort(keys, axis=1), axis=1)[:, :per_row]
+        out[pending[complete]] = chosen
+        pending = pending[~complete]
+    return out

@@ -36,3 +36,66 @@ def bench(
     if json_out:
         with open(json_out, "w") as handle:
             handle.write(results_json(results))
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def crowd(
+    answers: str = typer.Argument(..., help="task,worker,label CSV/TSV (or item-per-line blocks); "
+                                            "- reads standard input"),
+    batch: bool = typer.Option(False, "--batch", help="batch MAP-EM over all items (default: "
+                                                     "online EM in stream order)"),
+    method: str = typer.Option("em", "--method", help="em, majority or one_coin"),
+    gold: str = typer.Option(None, "--gold", help="task,label file of known items (fixed labels)"),
+    truth: str = typer.Option(None, "--truth", help="task,label file to report accuracy against "
+                                                   "(not used for fitting)"),
+    predictions: str = typer.Option(None, "-p", "--predictions",
+                                    help="write task,label and one posterior column per label"),
+    workers: str = typer.Option(None, "--workers", help="write each worker's confusion matrix "
+                                                       "and reliability (CSV)"),
+    final_model: str = typer.Option(None, "-f", "--final_model", help="save the model"),
+    initial_model: str = typer.Option(None, "-i", "--initial_model",
+                                      help="continue online EM from a saved model"),
+    n_items: int = typer.Option(0, "--n_items", help="online prior weight |I| (default: the "
+                                                     "number of items read)"),
+    n_labels: int = typer.Option(None, "--n_labels", help="number of labels K (default: those "
+                                                          "seen)"),
+    priorz: str = typer.Option(None, "--priorz", help="class prior, comma-separated (normalised; "
+                                                      "default uniform)"),
+    learn_priorz: bool = typer.Option(True, "--learn_priorz/--no_learn_priorz",
+                                      help="learn the class prior (N(log priorz, 1) prior)"),
+    symmetric: bool = typer.Option(False, "--symmetric", help="tie confusion logits (k,l) and (l,k)"),
+    nu: float = typer.Option(-2.0, "--nu", help="hyperprior mean of the off-diagonal logits"),
+    sigma_alpha: float = typer.Option(4.0, "--sigma_alpha", help="prior std of worker logits "
+                                                                 "around the hypermean"),
+    sigma_mu: float = typer.Option(3.0, "--sigma_mu", help="prior std of the hypermean around nu"),
+    sigma_b: float = typer.Option(0.0, "--sigma_b", help="prior std of item log-difficulty "
+                                                         "(0: no difficulty model)"),
+    kappa: float = typer.Option(0.0, "--kappa", help="prior mean of item log-difficulty"),
+    no_hyper: bool = typer.Option(False, "--no_hyper", help="freeze the hypermean at nu"),
+    worker_map: str = typer.Option(None, "--worker_map", help="hash (online default) or exact "
+                                                               "(batch default)"),
+    n_worker_bits: int = typer.Option(16, "--n_worker_bits", help="2^bits worker slots"),
+    eta: float = typer.Option(10.0, "--eta", help="online learning rate eta0"),
+    rho: float = typer.Option(0.5, "--rho", help="online learning-rate decay power"),
+    initial_t: float = typer.Option(100.0, "--initial_t", help="online learning-rate offset t0"),
+    passes: int = typer.Option(1, "--passes", help="online passes over the data"),
+    test_only: bool = typer.Option(False, "-t", "--test_only", help="online: predict without "
+                                                                    "learning"),
+    max_iters: int = typer.Option(200, "--max_iters", help="batch EM iteration cap"),
+    tol: float = typer.Option(1e-8, "--tol", help="batch EM relative objective tolerance"),
+    model_name: str = typer.Option("flass", "--model", help="the model (flass, the only one)"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
+) -> None:
+    """True labels from crowd answers: online EM (default), batch EM, or a baseline."""
+    from .crowd import CrowdRun, main
+    if model_name != "flass":
+        raise typer.BadParameter(f"unknown --model {model_name!r}; the only model is flass")
+    options = CrowdRun(answers=answers, batch=batch, method=method, gold=gold, truth=truth,
+                       predictions=predictions, workers=workers, final_model=final_model,
+                       initial_model=initial_model, n_items=n_items, n_labels=n_labels,
+                       priorz=priorz, learn_priorz=learn_priorz, symmetric=symmetric, nu=nu,
+                       sigma_alpha=sigma_alpha, sigma_mu=sigma_mu, sigma_b=sigma_b, kappa=kappa,
+                       no_hyper=no_hyper, worker_map=worker_map, n_worker_bits=n_worker_bits,
+                       eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
+                       max_iters=max_iters, tol=tol, quiet=quiet)
+    raise typer.Exit(main(options))

@@ -13,6 +13,7 @@ from ..options import OptionError, help_rows
 
 SUBCOMMANDS = {
     "bench": "time pyvw-lite (and VW, when installed) on seeded rater-task data",
+    "crowd": "true labels from crowd answers (online or batch EM, baselines)",
 }
 
 

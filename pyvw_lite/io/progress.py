@@ -43,15 +43,17 @@ def use_live_bar(quiet: bool) -> bool:
 
 
 class LiveBar:
-    """bytes read of total, rate and elapsed time; rows scroll above it."""
+    """Progress of total (bytes read, or items with ``unit="items"``), rate and elapsed time;
+    rows scroll above it."""
 
-    def __init__(self, description: str, total: int | None):
+    def __init__(self, description: str, total: int | None, unit: str = "bytes"):
         from rich.console import Console
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TransferSpeedColumn)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
+        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
+                                   TextColumn, TimeElapsedColumn, TransferSpeedColumn)
+        counted = ((DownloadColumn(), TransferSpeedColumn()) if unit == "bytes"
+                   else (MofNCompleteColumn(), TextColumn(unit)))
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), *counted,
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
         self.task = self.progress.add_task(description, total=total)
         self.progress.start()
 

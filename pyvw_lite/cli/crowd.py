@@ -1,0 +1,217 @@
+"""``pyvw-lite crowd``: true labels from crowd answers by online EM (default), batch EM, or a
+baseline; the seed's progress table, posteriors, worker confusion matrices, model files."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.crowd_input import CrowdData, CrowdInputError, label_index, read_answers, read_gold
+from ..io.model_io import ModelError
+from ..io.progress import LiveBar, use_live_bar
+
+METHODS = ("em", "majority", "one_coin")
+
+
+@dataclass
+class CrowdRun:
+    """Options of one crowd run (the typer command fills it)."""
+    answers: str
+    batch: bool = False
+    method: str = "em"
+    gold: str | None = None
+    truth: str | None = None
+    predictions: str | None = None
+    workers: str | None = None
+    final_model: str | None = None
+    initial_model: str | None = None
+    n_items: int = 0
+    n_labels: int | None = None
+    priorz: str | None = None
+    learn_priorz: bool = True
+    symmetric: bool = False
+    nu: float = -2.0
+    sigma_alpha: float = 4.0
+    sigma_mu: float = 3.0
+    sigma_b: float = 0.0
+    kappa: float = 0.0
+    no_hyper: bool = False
+    worker_map: str | None = None
+    n_worker_bits: int = 16
+    eta: float = 10.0
+    rho: float = 0.5
+    initial_t: float = 100.0
+    passes: int = 1
+    test_only: bool = False
+    max_iters: int = 200
+    tol: float = 1e-8
+    quiet: bool = False
+
+
+def _config(run: CrowdRun, data: CrowdData):
+    from ..crowd.model import CrowdConfig
+    priorz = []
+    if run.priorz:
+        try:
+            priorz = [float(value) for value in run.priorz.split(",")]
+        except ValueError:
+            raise ValueError(f"--priorz {run.priorz!r}: expected comma-separated numbers") from None
+    return CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, priorz=priorz,
+                       learn_priorz=run.learn_priorz, symmetric=run.symmetric, nu=run.nu,
+                       sigma_alpha=run.sigma_alpha, sigma_mu=0.0 if run.no_hyper else run.sigma_mu,
+                       sigma_b=run.sigma_b, kappa=run.kappa,
+                       worker_map=run.worker_map or ("exact" if run.batch else "hash"),
+                       n_worker_bits=run.n_worker_bits, eta=run.eta, rho=run.rho,
+                       initial_t=run.initial_t, n_items=run.n_items)
+
+
+def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
+    truth = read_gold(truth_path)
+    index = label_index(data.label_names)
+    position = {name: i for i, name in enumerate(data.task_names.tolist())}
+    items, expected = [], []
+    for task, (label, line) in truth.items():
+        i = position.get(task)
+        if i is None:
+            continue
+        if str(label) not in index:
+            raise CrowdInputError(f"{truth_path}:{line}: unknown label {label!r} for task {task!r}")
+        items.append(i)
+        expected.append(index[str(label)])
+    if not items:
+        return float("nan"), 0
+    return float((labels[np.array(items)] == np.array(expected)).mean()), len(items)
+
+
+def run(run: CrowdRun) -> int:
+    from ..crowd import baselines
+    from ..crowd.batch import batch_em
+    from ..crowd.model import CrowdModel
+    from ..crowd.online import run_online
+    from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, settings_block,
+                                write_predictions, write_workers)
+    err = None if run.quiet else sys.stderr
+    if run.method not in METHODS:
+        raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
+    if run.passes < 1:
+        raise ValueError("--passes must be at least 1")
+    model = CrowdModel.load(run.initial_model) if run.initial_model else None
+    started = time.perf_counter()
+    data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
+                        label_names=model.config.label_names if model else None)
+    loaded = time.perf_counter() - started
+    if run.batch and data.task_names.size != np.unique(data.task_names.astype(str)).size:
+        raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "
+                              "EM needs one block per item")
+    if err:
+        err.write(f"answers = {run.answers}: {data.n_items} items, {data.n_ratings} ratings, "
+                  f"{len(data.worker_names)} workers, {data.n_labels} labels "
+                  f"({', '.join(data.label_names)})"
+                  + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
+                  + (f", {data.duplicates} repeated task-worker pairs (kept)" if data.duplicates
+                     else "") + "\n")
+    fit_started = time.perf_counter()
+    summary = []
+    if run.method != "em":
+        if run.method == "majority":
+            q = baselines.majority_vote(data)
+            summary.append("method = majority vote")
+        else:
+            q, iterations = baselines.one_coin_dawid_skene(data)
+            summary.append(f"method = one-coin Dawid-Skene ({iterations} iterations)")
+    elif run.batch:
+        if run.initial_model:
+            raise ValueError("--initial_model continues online EM; batch EM starts afresh")
+        if run.n_items and err:
+            err.write("warning: --n_items is ignored by batch EM (it uses the item count)\n")
+        config = _config(run, data)
+        progress = BatchProgress(err)
+        progress.header()
+        result = batch_em(data, config, max_iters=run.max_iters, tol=run.tol, report=progress)
+        progress.finish()
+        model, q = result.model, result.q
+        summary += [f"iterations = {result.iterations}"
+                    + ("" if result.converged else f" (stopped at --max_iters {run.max_iters})"),
+                    f"objective = {result.objective[-1]:.6f}",
+                    f"used worker slots = {result.used_slots}"]
+    else:
+        if model is None:
+            model = CrowdModel(_config(run, data))
+        config = model.config
+        if err:
+            err.write(settings_block(config, model.n_slots, run.test_only, run.predictions,
+                                     config.n_items or data.n_items))
+        bar = (LiveBar("online EM", data.n_items * run.passes, unit="items")
+               if use_live_bar(run.quiet) else None)
+        progress = OnlineProgress(bar or err, t_start=model.t)  # rows scroll above a live bar
+        progress.header()
+        per_item = data.ratings_per_item()
+        done = [0]
+
+        def report(first, f, predicted):
+            stop = first + f.size
+            progress.account(f, data.gold[first:stop], predicted, per_item[first:stop])
+            done[0] += f.size
+            if bar:
+                bar.update(done[0])
+
+        try:
+            result = run_online(data, model, passes=run.passes, test_only=run.test_only,
+                                report=report)
+        finally:
+            if bar:
+                bar.stop()
+        progress.finish()
+        q = result.q
+        summary += [f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
+                    f"item counter t = {model.t}"]
+    fit_seconds = time.perf_counter() - fit_started
+    labels = q.argmax(axis=1)
+    if run.predictions:
+        write_predictions(run.predictions, data.task_names, data.label_names, q)
+    if run.workers:
+        if run.method != "em":
+            raise ValueError("--workers needs --method em (the baselines keep no confusion matrices)")
+        slots = model.slots_for(_one_rating_per_worker(data), grow=False)
+        write_workers(run.workers, model, data.worker_names, slots,
+                      np.bincount(data.rating_worker, minlength=len(data.worker_names)))
+    if run.final_model:
+        if run.method != "em":
+            raise ValueError("--final_model needs --method em")
+        model.save(run.final_model)
+    if err:
+        err.write("\nfinished run\n")
+        err.write(f"number of items = {data.n_items}\nnumber of ratings = {data.n_ratings}\n")
+        for line in summary:
+            err.write(line + "\n")
+        err.write(f"load seconds = {loaded:.3f}\nfit seconds = {fit_seconds:.3f}\n")
+        if run.truth:
+            accuracy, count = _accuracy(data, labels, run.truth)
+            err.write(f"accuracy on {count} truth items = {accuracy:.4f}\n")
+        if run.method == "em":
+            err.write(hypermean_text(model))
+    return 0
+
+
+def _one_rating_per_worker(data: CrowdData) -> CrowdData:
+    """A view whose w-th rating is worker w: maps every worker to its slot in one call."""
+    n = len(data.worker_names)
+    return CrowdData(task_names=data.task_names[:0], worker_names=data.worker_names,
+                     label_names=data.label_names, item_start=np.zeros(1, dtype=np.int64),
+                     rating_worker=np.arange(n, dtype=np.int64),
+                     rating_label=np.zeros(n, dtype=np.int64), gold=np.zeros(0, dtype=np.int64))
+
+
+def main(run_options: CrowdRun) -> int:
+    try:
+        return run(run_options)
+    except (CrowdInputError, ModelError, ValueError) as exc:
+        sys.stderr.write(f"pyvw-lite crowd: error: {exc}\n")
+        return 1
+    except OSError as exc:
+        sys.stderr.write(f"pyvw-lite crowd: error: {exc.filename or ''}: {exc.strerror or exc}\n")
+        return 1
+    except BrokenPipeError:
+        return 0

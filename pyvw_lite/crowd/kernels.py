@@ -1,0 +1,550 @@
+"""numba kernels of the nominal label model (SPEC §E): per-item inference, worker steps, lazy prior.
+
+Array conventions shared by every kernel:
+
+* ratings are grouped by item: item ``i`` owns ratings ``item_start[i]:item_start[i+1]``, each a
+  worker slot ``rating_slot[r]`` and an observed label ``rating_label[r]`` in ``0..K-1``;
+* ``alpha[m, k, l]`` is slot ``m``'s confusion logit of answering ``l`` when the truth is ``k``;
+  the diagonal is pinned at 0;
+* the free entries are parameters ``0..P-1``: ``cell_param[k, l]`` names the parameter of cell
+  ``(k, l)`` (-1 on the diagonal) and ``param_k[p], param_l[p]`` one representative cell.  With
+  ``--symmetric`` both cells of a pair share one parameter, so a gradient collects both cells and
+  the prior counts the pair once (SPEC §E.1);
+* ``gold[i]`` is the known label of item ``i`` or -1; ``log_prior`` the log class prior of the
+  other items.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from ..jit import kernel
+
+B_CLAMP = 30.0  # SPEC §E.3: b stays in [-30, 30]
+B_NEWTON_ITERS = 30
+B_GRADIENT_TOL = 1e-10
+HALVINGS = 40
+RESOLUTION = 1e-14  # relative: gains and steps below this are rounding, not progress
+
+
+@kernel(inline="always")
+def _row_moments(alpha, m, k, beta, K, label):
+    """log P(label | k) and the mean and variance of alpha[m, k, :] under softmax(beta * row)."""
+    top = 0.0  # the pinned diagonal contributes beta * 0
+    for l in range(K):
+        z = beta * alpha[m, k, l]
+        if z > top:
+            top = z
+    total = 0.0
+    first = 0.0
+    second = 0.0
+    for l in range(K):
+        a = alpha[m, k, l]
+        e = math.exp(beta * a - top)
+        total += e
+        first += e * a
+        second += e * a * a
+    mean = first / total
+    variance = max(second / total - mean * mean, 0.0)
+    log_p = beta * alpha[m, k, label] - top - math.log(total)
+    return log_p, mean, variance
+
+
+@kernel(inline="always")
+def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2):
+    """Per true class k: LL = sum_j log P(l_j|k), D1 = g'(beta) terms, D2 = -g''(beta) terms."""
+    for k in range(K):
+        LL[k] = 0.0
+        D1[k] = 0.0
+        D2[k] = 0.0
+    for r in range(start, end):
+        m = rating_slot[r]
+        label = rating_label[r]
+        for k in range(K):
+            log_p, mean, variance = _row_moments(alpha, m, k, beta, K, label)
+            LL[k] += log_p
+            D1[k] += alpha[m, k, label] - mean
+            D2[k] += variance
+
+
+@kernel(inline="always")
+def _posterior(LL, log_prior, gold, K, q):
+    """E-step (exact maximiser over the simplex, SPEC §E.3 step 4); returns F without the b prior."""
+    if gold >= 0:
+        for k in range(K):
+            q[k] = 0.0
+        q[gold] = 1.0
+        return LL[gold]
+    top = -np.inf
+    for k in range(K):
+        v = log_prior[k] + LL[k]
+        if v > top:
+            top = v
+    total = 0.0
+    for k in range(K):
+        q[k] = math.exp(log_prior[k] + LL[k] - top)
+        total += q[k]
+    for k in range(K):
+        q[k] /= total
+    return top + math.log(total)  # = sum_k q (log P + LL) + H(q) at the posterior
+
+
+@kernel(inline="always")
+def _expected(q, values, K):
+    total = 0.0
+    for k in range(K):
+        if q[k] > 0.0:
+            total += q[k] * values[k]
+    return total
+
+
+@kernel
+def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b, LL, D1, D2):
+    """SPEC §E.3 step 1: Newton with backtracking on G(b) for fixed q; leaves LL/D1/D2 at the result.
+
+    The caller's LL/D1/D2 must hold the terms at ``b``.  Returns the new b.
+    """
+    inv_var = 1.0 / (sigma_b * sigma_b)
+    beta = math.exp(b)
+    G = _expected(q, LL, K) - 0.5 * (b - kappa) ** 2 * inv_var
+    for _ in range(B_NEWTON_ITERS):
+        g1 = _expected(q, D1, K)
+        g2 = -_expected(q, D2, K)
+        G1 = beta * g1 - (b - kappa) * inv_var
+        if abs(G1) < B_GRADIENT_TOL:
+            break
+        G2 = beta * g1 + beta * beta * g2 - inv_var
+        step = -G1 / G2 if G2 < 0.0 else sigma_b * sigma_b * G1
+        if abs(G1 * step) < RESOLUTION * max(1.0, abs(G)):
+            break  # the possible gain is below what G can resolve
+        accepted = False
+        for _ in range(HALVINGS):
+            candidate = min(max(b + step, -B_CLAMP), B_CLAMP)
+            if abs(candidate - b) <= RESOLUTION * (1.0 + abs(b)):
+                break
+            cand_beta = math.exp(candidate)
+            _item_terms(alpha, start, end, rating_slot, rating_label, cand_beta, K, LL, D1, D2)
+            cand_G = _expected(q, LL, K) - 0.5 * (candidate - kappa) ** 2 * inv_var
+            if cand_G >= G:
+                accepted = True
+                b, beta, G = candidate, cand_beta, cand_G
+                break
+            step *= 0.5
+        if not accepted:
+            _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2)
+            break
+        if b == B_CLAMP or b == -B_CLAMP:
+            break
+    return b
+
+
+@kernel
+def item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior, gold, b, kappa,
+                  sigma_b, rounds, q, LL, D1, D2):
+    """Alternate E-steps and b-steps for one item with the worker parameters fixed (SPEC §E.4 3).
+
+    Starts with an E-step at ``b``.  ``rounds`` = 1 is one batch iteration (E, b, E); the online
+    procedure repeats until F-hat rises by less than 1e-9 relative.  Returns
+    (b, F-hat after the first E-step, F-hat at the end); ``q`` holds the final posterior.
+    """
+    prior_term = 0.5 * ((b - kappa) / sigma_b) ** 2 if sigma_b > 0.0 else 0.0
+    _item_terms(alpha, start, end, rating_slot, rating_label, math.exp(b), K, LL, D1, D2)
+    first = _posterior(LL, log_prior, gold, K, q) - prior_term
+    current = first
+    if sigma_b <= 0.0:
+        return b, first, first
+    for _ in range(rounds):
+        b = b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b,
+                   LL, D1, D2)
+        value = _posterior(LL, log_prior, gold, K, q) - 0.5 * ((b - kappa) / sigma_b) ** 2
+        gain = value - current
+        current = value
+        if gain < 1e-9 * max(1.0, abs(value)):
+            break
+    return b, first, current
+
+
+@kernel(parallel=True)
+def batch_items(alpha, item_start, rating_slot, rating_label, K, log_prior, gold, b, kappa,
+                sigma_b, q):
+    """One batch pass over the items: E-step (and b-step) each; returns sum of F-hat_i at entry.
+
+    The entry values are the objective's item part at the current worker parameters.
+    """
+    n_items = item_start.size - 1
+    values = np.zeros(n_items)
+    for i in prange(n_items):
+        LL = np.empty(K)
+        D1 = np.empty(K)
+        D2 = np.empty(K)
+        new_b, first, _ = item_inner_em(alpha, item_start[i], item_start[i + 1], rating_slot,
+                                        rating_label, K, log_prior, gold[i], b[i], kappa,
+                                        sigma_b, 1, q[i], LL, D1, D2)
+        b[i] = new_b
+        values[i] = first
+    return values.sum()
+
+
+@kernel(parallel=True)
+def batch_items_fixed_beta(log_table, item_start, rating_slot, rating_label, K, log_prior, gold,
+                           b_prior_term, q):
+    """E-step with every beta equal (no difficulty): log P(l|k) comes from a per-slot table."""
+    n_items = item_start.size - 1
+    values = np.zeros(n_items)
+    for i in prange(n_items):
+        LL = np.zeros(K)
+        for r in range(item_start[i], item_start[i + 1]):
+            m = rating_slot[r]
+            label = rating_label[r]
+            for k in range(K):
+                LL[k] += log_table[m, k, label]
+        values[i] = _posterior(LL, log_prior, gold[i], K, q[i]) - b_prior_term
+    return values.sum()
+
+
+@kernel(parallel=True)
+def log_likelihood_table(alpha, beta):
+    """log P(l | k, alpha[m], beta) for every slot, row and label."""
+    M, K, _ = alpha.shape
+    table = np.empty_like(alpha)
+    for m in prange(M):
+        for k in range(K):
+            top = 0.0
+            for l in range(K):
+                top = max(top, beta * alpha[m, k, l])
+            total = 0.0
+            for l in range(K):
+                total += math.exp(beta * alpha[m, k, l] - top)
+            log_total = top + math.log(total)
+            for l in range(K):
+                table[m, k, l] = beta * alpha[m, k, l] - log_total
+    return table
+
+
+@kernel(inline="always")
+def _slot_objective(alpha, mu, m, obs_start, obs_end, obs_row, obs_label, weights, betas,
+                    cell_param, param_k, param_l, inv_var_alpha, grad, hess, want_derivatives):
+    """Slot m's part of F: sum over its observations of E_q log P(l|k) minus its prior."""
+    K = alpha.shape[1]
+    P = param_k.size
+    value = 0.0
+    if want_derivatives:
+        for p in range(P):
+            grad[p] = 0.0
+            for p2 in range(P):
+                hess[p, p2] = 0.0
+    probs = np.empty(K)
+    for o in range(obs_start, obs_end):
+        row = obs_row[o]
+        label = obs_label[o]
+        beta = betas[row]
+        for k in range(K):
+            w = weights[row, k]
+            if w <= 0.0:
+                continue
+            top = 0.0
+            for l in range(K):
+                top = max(top, beta * alpha[m, k, l])
+            total = 0.0
+            for l in range(K):
+                probs[l] = math.exp(beta * alpha[m, k, l] - top)
+                total += probs[l]
+            value += w * (beta * alpha[m, k, label] - top - math.log(total))
+            if not want_derivatives:
+                continue
+            for l in range(K):
+                probs[l] /= total
+            wb = w * beta
+            wbb = wb * beta
+            for l in range(K):
+                p = cell_param[k, l]
+                if p < 0:
+                    continue
+                grad[p] += wb * ((1.0 if l == label else 0.0) - probs[l])
+                for l2 in range(K):
+                    p2 = cell_param[k, l2]
+                    if p2 < 0:
+                        continue
+                    hess[p, p2] -= wbb * ((probs[l] if l == l2 else 0.0) - probs[l] * probs[l2])
+    for p in range(P):
+        d = alpha[m, param_k[p], param_l[p]] - mu[param_k[p], param_l[p]]
+        value -= 0.5 * d * d * inv_var_alpha
+        if want_derivatives:
+            grad[p] -= d * inv_var_alpha
+            hess[p, p] -= inv_var_alpha
+    return value
+
+
+@kernel(inline="always")
+def _cholesky_solve(A, rhs, out):
+    """Solve A x = rhs for symmetric positive definite A (destroys A); False if not PD."""
+    n = rhs.size
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if s <= 0.0:
+            return False
+        A[j, j] = math.sqrt(s)
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / A[j, j]
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s -= A[i, k] * out[k]
+        out[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= A[k, i] * out[k]
+        out[i] = s / A[i, i]
+    return True
+
+
+@kernel(inline="always")
+def _set_param(alpha, m, p, value, param_k, param_l, symmetric):
+    alpha[m, param_k[p], param_l[p]] = value
+    if symmetric:
+        alpha[m, param_l[p], param_k[p]] = value
+
+
+@kernel(parallel=True)
+def alpha_step(alpha, mu, obs_start, obs_row, obs_label, weights, betas, cell_param, param_k,
+               param_l, symmetric, sigma_alpha, newton_iters):
+    """SPEC §E.3 step 2: Newton with backtracking on each used slot's concave objective.
+
+    Slot m's observations are ``obs_start[m]:obs_start[m+1]``; observation o is a label with a
+    weight row ``weights[obs_row[o]]`` (q of the item, or summed q when every beta is equal) and
+    ``betas[obs_row[o]]``.  Returns the objective gain summed over slots (never negative).
+    """
+    M = alpha.shape[0]
+    P = param_k.size
+    inv_var = 1.0 / (sigma_alpha * sigma_alpha)
+    gains = np.zeros(M)
+    for m in prange(M):
+        s, e = obs_start[m], obs_start[m + 1]
+        if s == e:
+            continue
+        grad = np.empty(P)
+        hess = np.empty((P, P))
+        step = np.empty(P)
+        old = np.empty(P)
+        value = _slot_objective(alpha, mu, m, s, e, obs_row, obs_label, weights, betas,
+                                cell_param, param_k, param_l, inv_var, grad, hess, True)
+        start_value = value
+        for it in range(newton_iters):
+            if it > 0:
+                value = _slot_objective(alpha, mu, m, s, e, obs_row, obs_label, weights, betas,
+                                        cell_param, param_k, param_l, inv_var, grad, hess, True)
+            for p in range(P):
+                for p2 in range(P):
+                    hess[p, p2] = -hess[p, p2]
+            if not _cholesky_solve(hess, grad, step):
+                for p in range(P):
+                    step[p] = grad[p] * sigma_alpha * sigma_alpha
+            for p in range(P):
+                old[p] = alpha[m, param_k[p], param_l[p]]
+            largest = 0.0
+            decrement = 0.0
+            for p in range(P):
+                largest = max(largest, abs(step[p]))
+                decrement += grad[p] * step[p]
+            if largest < 1e-12 or decrement < RESOLUTION * max(1.0, abs(value)):
+                break
+            accepted = False
+            scale = 1.0
+            for _ in range(HALVINGS):
+                for p in range(P):
+                    _set_param(alpha, m, p, old[p] + scale * step[p], param_k, param_l, symmetric)
+                candidate = _slot_objective(alpha, mu, m, s, e, obs_row, obs_label, weights,
+                                            betas, cell_param, param_k, param_l, inv_var, grad,
+                                            hess, False)
+                if candidate >= value:
+                    accepted = True
+                    value = candidate
+                    break
+                scale *= 0.5
+                if scale * largest < 1e-12:
+                    break
+            if not accepted:
+                for p in range(P):
+                    _set_param(alpha, m, p, old[p], param_k, param_l, symmetric)
+                break
+            if largest * scale < 1e-10:
+                break
+        gains[m] = value - start_value
+    return gains.sum()
+
+
+@kernel(parallel=True)
+def label_counts(n_slots, obs_start, slot_rating, rating_item, rating_label, q, K):
+    """Summed posteriors per (slot, label): the sufficient statistics when every beta is equal.
+
+    Returns ``weights[m * K + l, k] = sum of q_i(k) over slot m's ratings with label l``.
+    """
+    weights = np.zeros((n_slots * K, K))
+    for m in prange(n_slots):
+        for o in range(obs_start[m], obs_start[m + 1]):
+            r = slot_rating[o]
+            row = m * K + rating_label[r]
+            i = rating_item[r]
+            for k in range(K):
+                weights[row, k] += q[i, k]
+    return weights
+
+
+@kernel
+def prior_log_density(alpha, mu, nu, used, param_k, param_l, sigma_alpha, sigma_mu):
+    """log P(alpha, gamma) of SPEC §E.2 over the used slots (unused ones sit at mu: zero)."""
+    total = 0.0
+    inv_alpha = 1.0 / (sigma_alpha * sigma_alpha)
+    for m in range(alpha.shape[0]):
+        if not used[m]:
+            continue
+        for p in range(param_k.size):
+            d = alpha[m, param_k[p], param_l[p]] - mu[param_k[p], param_l[p]]
+            total -= 0.5 * d * d * inv_alpha
+    if sigma_mu > 0.0:
+        inv_mu = 1.0 / (sigma_mu * sigma_mu)
+        for p in range(param_k.size):
+            d = mu[param_k[p], param_l[p]] - nu[param_k[p], param_l[p]]
+            total -= 0.5 * d * d * inv_mu
+    return total
+
+
+@kernel
+def decay_fraction(s, t, eta0, rho, t0, n_items, sigma_alpha):
+    """1 - epsilon(s, t) of SPEC §E.6, in the stable form (no branch at rho = 1)."""
+    if t <= s:
+        return 0.0
+    rate = eta0 / (n_items * sigma_alpha * sigma_alpha)
+    base = s + t0
+    if base <= 0.0:
+        if rho >= 1.0:
+            return 1.0  # the integral diverges: the slot snaps to mu (SPEC §E.6 [E1e])
+        integral = (t + t0) ** (1.0 - rho) / (1.0 - rho)
+    else:
+        L = math.log1p((t - s) / base)
+        z = (1.0 - rho) * L
+        phi = 1.0 if z == 0.0 else math.expm1(z) / z
+        integral = base ** (1.0 - rho) * L * phi
+    return -math.expm1(-rate * integral)
+
+
+@kernel
+def catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, param_k,
+             param_l, symmetric):
+    """Apply the prior decay slot m missed since its last write, propagating each change to mu."""
+    fraction = decay_fraction(float(stamp[m]), float(t), eta0, rho, t0, n_items, sigma_alpha)
+    stamp[m] = t
+    if fraction == 0.0:
+        return
+    for p in range(param_k.size):
+        k, l = param_k[p], param_l[p]
+        delta = fraction * (mu[k, l] - alpha[m, k, l])
+        _set_param(alpha, m, p, alpha[m, k, l] + delta, param_k, param_l, symmetric)
+        mu[k, l] += delta * mu_share
+        if symmetric:
+            mu[l, k] = mu[k, l]
+
+
+@kernel
+def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, gold, log_prior,
+              theta, learn_prior, base_log_prior, eta0, rho, t0, n_items, kappa, sigma_b,
+              sigma_alpha, mu_share, cell_param, param_k, param_l, symmetric, test_only,
+              q_out, b_out, f_out):
+    """SPEC §E.4 over a run of item blocks in stream order; returns the new item counter t.
+
+    ``q_out``, ``b_out`` and ``f_out`` (= F-hat_i / n_i, the progressive-validation value) receive
+    each item's results.  ``log_prior`` is updated in place when ``learn_prior``.
+    """
+    K = alpha.shape[1]
+    P = param_k.size
+    t = t_start
+    LL = np.empty(K)
+    D1 = np.empty(K)
+    D2 = np.empty(K)
+    probs = np.empty(K)
+    longest = 0
+    for i in range(item_start.size - 1):
+        longest = max(longest, item_start[i + 1] - item_start[i])
+    deltas = np.empty((longest, P))
+    for i in range(item_start.size - 1):
+        start, end = item_start[i], item_start[i + 1]
+        t += 1
+        eta = eta0 * (t0 + t) ** (-rho)
+        if not test_only:
+            for r in range(start, end):
+                m = rating_slot[r]
+                if stamp[m] != t:
+                    catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha,
+                             mu_share, param_k, param_l, symmetric)
+        q = q_out[i]
+        b, _, value = item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior,
+                                    gold[i], kappa, kappa, sigma_b, 50, q, LL, D1, D2)
+        b_out[i] = b
+        f_out[i] = value / (end - start)
+        if test_only:
+            continue
+        beta = math.exp(b)
+        for j in range(end - start):
+            r = start + j
+            m = rating_slot[r]
+            label = rating_label[r]
+            for p in range(P):
+                deltas[j, p] = 0.0
+            for k in range(K):
+                if q[k] <= 0.0:
+                    continue
+                top = 0.0
+                for l in range(K):
+                    top = max(top, beta * alpha[m, k, l])
+                total = 0.0
+                for l in range(K):
+                    probs[l] = math.exp(beta * alpha[m, k, l] - top)
+                    total += probs[l]
+                scale = eta * q[k] * beta
+                for l in range(K):
+                    p = cell_param[k, l]
+                    if p >= 0:
+                        deltas[j, p] += scale * ((1.0 if l == label else 0.0) - probs[l] / total)
+        for j in range(end - start):
+            m = rating_slot[start + j]
+            for p in range(P):
+                k, l = param_k[p], param_l[p]
+                _set_param(alpha, m, p, alpha[m, k, l] + deltas[j, p], param_k, param_l,
+                           symmetric)
+                mu[k, l] += deltas[j, p] * mu_share
+                if symmetric:
+                    mu[l, k] = mu[k, l]
+            stamp[m] = t
+        if learn_prior and gold[i] < 0:
+            top = theta.max()
+            total = 0.0
+            for k in range(K):
+                probs[k] = math.exp(theta[k] - top)
+                total += probs[k]
+            for k in range(K):
+                theta[k] += eta * (q[k] - probs[k] / total + (base_log_prior[k] - theta[k]) / n_items)
+            top = theta.max()
+            total = 0.0
+            for k in range(K):
+                total += math.exp(theta[k] - top)
+            for k in range(K):
+                log_prior[k] = theta[k] - top - math.log(total)
+    return t
+
+
+@kernel
+def catch_up_all(alpha, mu, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, param_k,
+                 param_l, symmetric):
+    """End of stream: bring every written slot up to t (untouched slots stay at nu)."""
+    for m in range(alpha.shape[0]):
+        if 0 < stamp[m] < t:
+            catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share,
+                     param_k, param_l, symmetric)

@@ -1,0 +1,197 @@
+"""What the crowd command shows and writes: the seed's settings block and progress table (SPEC
+§F.2), batch iterations, the hypermean confusion matrix, the predictions and worker files.
+"""
+from __future__ import annotations
+
+import math
+from typing import TextIO
+
+import numpy as np
+
+from ..io.atomic import atomic_write
+from .model import CrowdConfig, CrowdModel, confusion
+
+ONLINE_HEADER = ("cumul      since      example    current    current    current\n"
+                 "avg q      last       counter      label    predict    ratings\n")
+BATCH_HEADER = ("iteration  objective            relative    labels   phase\n"
+                "                                change      changed\n")
+
+
+def settings_block(config: CrowdConfig, n_workers: int, test_only: bool, prediction_path: str | None,
+                   n_items: int) -> str:
+    """SPEC §F.2: one ``name = value`` per line, in the seed's order."""
+    lines = [f"initial_t = {config.initial_t:g}", f"eta = {config.eta:f}", f"rho = {config.rho:f}",
+             f"n_items = {n_items}", f"n_labels = {config.n_labels}", f"n_workers = {n_workers}",
+             f"symmetric = {str(config.symmetric).lower()}", f"test_only = {str(test_only).lower()}",
+             f"prediction file = {prediction_path or '(no output)'}",
+             "priorz = " + ",".join(f"{value:f}" for value in config.priorz)]
+    return "\n".join(lines) + "\n"
+
+
+def online_row(cumulative: float, since: float, counter: int, label: int, predict: int,
+               ratings: int) -> str:
+    return f"{cumulative:<10.6f} {since:<10.6f} {counter:10d} {label:10d} {predict:10d} {ratings:10d}\n"
+
+
+class OnlineProgress:
+    """Rows when ``t - t_last > delta`` (then ``delta`` doubles): t = 2, 5, 10, 19, 36, ..."""
+
+    def __init__(self, out: TextIO | None, t_start: int = 0):
+        self.out = out
+        self.t = t_start
+        self.t_last = t_start
+        self.delta = 1
+        self.total = 0.0
+        self.count = 0
+        self.since_total = 0.0
+        self.since_count = 0
+        self.last_printed = True
+        self.last = (0, 0, 0)
+
+    def header(self) -> None:
+        if self.out:
+            self.out.write(ONLINE_HEADER)
+
+    def account(self, f: np.ndarray, gold: np.ndarray, predicted: np.ndarray,
+                ratings: np.ndarray) -> None:
+        """One chunk of items in stream order; prints only the (logarithmically few) due rows."""
+        n = f.size
+        if n == 0:
+            return
+        cumulative_f = np.cumsum(f)
+        position = 0  # items of this chunk already summed into the totals
+        while True:
+            due = self.t_last + self.delta + 1  # the first t with t - t_last > delta
+            index = due - self.t - 1 + position
+            if index >= n:
+                break
+            self._add(cumulative_f, position, index + 1)
+            position = index + 1
+            self.t = due
+            self._print(gold[index], predicted[index], ratings[index])
+            self.t_last = self.t
+            self.delta *= 2
+        self._add(cumulative_f, position, n)
+        self.t += n - position
+        self.last = (int(gold[-1]), int(predicted[-1]), int(ratings[-1]))
+        self.last_printed = position == n
+
+    def _add(self, cumulative_f, start, stop) -> None:
+        if stop <= start:
+            return
+        value = cumulative_f[stop - 1] - (cumulative_f[start - 1] if start else 0.0)
+        self.total += value
+        self.count += stop - start
+        self.since_total += value
+        self.since_count += stop - start
+
+    def _print(self, label, predict, ratings) -> None:
+        if self.out:
+            self.out.write(online_row(self.total / max(self.count, 1),
+                                      self.since_total / max(self.since_count, 1), self.t,
+                                      int(label), int(predict), int(ratings)))
+        self.since_total = 0.0
+        self.since_count = 0
+        self.last_printed = True
+
+    def finish(self) -> None:
+        """The final row at the end of input, unless the last item was just printed."""
+        if not self.last_printed and self.count:
+            self._print(*self.last)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+
+class BatchProgress:
+    """One row per EM iteration on VW's doubling schedule (1, 2, 4, ...) and the last one."""
+
+    def __init__(self, out: TextIO | None):
+        self.out = out
+        self.next = 1
+        self.previous = None
+        self.labels = None
+        self.pending = None
+
+    def header(self) -> None:
+        if self.out:
+            self.out.write(BATCH_HEADER)
+
+    def __call__(self, iteration: int, objective: float, phase: str, q: np.ndarray) -> None:
+        labels = q.argmax(axis=1)
+        change = (math.nan if self.previous is None
+                  else (objective - self.previous) / max(abs(objective), 1e-300))
+        changed = labels.size if self.labels is None else int((labels != self.labels).sum())
+        self.previous = objective
+        self.labels = labels.copy()
+        row = f"{iteration:>9d}  {objective:<19.6f} {change:<11.3e} {changed:>7d}   {phase}\n"
+        if iteration >= self.next:
+            self.next *= 2
+            if self.out:
+                self.out.write(row)
+            self.pending = None
+        else:
+            self.pending = row
+
+    def finish(self) -> None:
+        if self.pending and self.out:
+            self.out.write(self.pending)
+        self.pending = None
+
+
+def hypermean_text(model: CrowdModel) -> str:
+    """softmax(mu[k, .]) per true label (beta = 1): the population's confusion matrix."""
+    names = model.config.label_names
+    width = max(8, max(len(name) for name in names) + 1)
+    matrix = model.hypermean_confusion()
+    lines = ["hypermean confusion matrix (row: true label, column: answer)",
+             " " * width + "".join(f"{name:>{width}}" for name in names)]
+    for k, name in enumerate(names):
+        lines.append(f"{name:<{width}}" + "".join(f"{value:>{width}.4f}" for value in matrix[k]))
+    return "\n".join(lines) + "\n"
+
+
+def write_predictions(path: str, task_names, label_names, q: np.ndarray) -> None:
+    """CSV: ``task,label`` then one posterior column per label value (atomic)."""
+    labels = np.asarray(label_names, dtype=object)[q.argmax(axis=1)]
+    header = "task,label," + ",".join(_csv_field(f"p_{name}") for name in label_names) + "\n"
+    with atomic_write(path, binary=False) as handle:
+        handle.write(header)
+        for start in range(0, q.shape[0], 100_000):
+            stop = min(start + 100_000, q.shape[0])
+            probabilities = [",".join(f"{value:.6f}" for value in row) for row in q[start:stop]]
+            handle.write("".join(f"{_csv_field(task)},{_csv_field(label)},{probs}\n"
+                                 for task, label, probs in zip(task_names[start:stop].tolist(),
+                                                               labels[start:stop].tolist(),
+                                                               probabilities)))
+
+
+def _csv_field(value) -> str:
+    text = str(value)
+    if any(character in text for character in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def worker_table(model: CrowdModel, slots: np.ndarray):
+    """Per worker slot: the confusion matrix at beta = 1 (rows: truth, columns: answer) and the
+    reliability, the chance of answering the truth under the (learned) class prior."""
+    matrices = confusion(model.alpha[slots])
+    prior = np.exp(model.theta - model.theta.max())
+    prior /= prior.sum()
+    return matrices, np.einsum("k,wkk->w", prior, matrices)
+
+
+def write_workers(path: str, model: CrowdModel, worker_names, slots: np.ndarray,
+                  answers_per_worker: np.ndarray) -> None:
+    """CSV: worker, answers, slot, reliability, then ``p_<truth>_<answer>`` cells (atomic)."""
+    names = model.config.label_names
+    matrices, reliability = worker_table(model, slots)
+    columns = [f"p_{truth}_{answer}" for truth in names for answer in names]
+    with atomic_write(path, binary=False) as handle:
+        handle.write("worker,answers,slot,reliability," + ",".join(map(_csv_field, columns)) + "\n")
+        for w, name in enumerate(worker_names.tolist()):
+            cells = ",".join(f"{value:.6f}" for value in matrices[w].ravel())
+            handle.write(f"{_csv_field(name)},{int(answers_per_worker[w])},{int(slots[w])},"
+                         f"{reliability[w]:.6f},{cells}\n")

@@ -1,0 +1,352 @@
+"""Crowd answers in: crowd-kit's ``task,worker,label`` triples (CSV or TSV), the one-item-per-line
+block format of SPEC §P.4, gold files, and plain arrays; worker slots (SPEC §P.5).
+
+Everything becomes a :class:`CrowdData`: ratings grouped by item (item ``i`` owns ratings
+``item_start[i]:item_start[i+1]``), label values mapped to ``0..K-1``.  Bad input is a
+:class:`CrowdInputError` naming the file, the line and the offending text.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..jit import kernel
+from .hashing import murmur3_32
+
+
+class CrowdInputError(ValueError):
+    """Unusable crowd input; the message names the file and line."""
+
+
+@dataclass
+class CrowdData:
+    task_names: np.ndarray  # item i's task id (str)
+    worker_names: np.ndarray  # worker w's id (str)
+    label_names: list[str]  # label value of index k
+    item_start: np.ndarray  # int64[I + 1]
+    rating_worker: np.ndarray  # int64[R], index into worker_names
+    rating_label: np.ndarray  # int64[R], 0..K-1
+    gold: np.ndarray  # int64[I], -1 when unknown
+    duplicates: int = 0  # repeated (task, worker) pairs, kept
+    skipped_lines: int = 0  # item-block lines without ratings
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        return self.item_start.size - 1
+
+    @property
+    def n_ratings(self) -> int:
+        return self.rating_label.size
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.label_names)
+
+    def ratings_per_item(self) -> np.ndarray:
+        return np.diff(self.item_start)
+
+
+def _sorted_labels(values) -> list[str]:
+    """Label values in natural order: numerically when every value is a number."""
+    unique = sorted(set(values))
+    try:
+        return sorted(unique, key=lambda text: (float(text), text))
+    except ValueError:
+        return unique
+
+
+def label_index(label_names: list[str]) -> dict[str, int]:
+    index = {name: k for k, name in enumerate(label_names)}
+    for name, k in list(index.items()):  # "1.0" and "1" name the same numeric label
+        try:
+            number = float(name)
+        except ValueError:
+            continue
+        if number.is_integer():
+            index.setdefault(str(int(number)), k)
+    return index
+
+
+def _choose_labels(observed, n_labels: int | None, where: str) -> list[str]:
+    names = _sorted_labels(observed)
+    if n_labels is None or n_labels == len(names):
+        return names
+    if n_labels < len(names):
+        raise CrowdInputError(f"{where}: {len(names)} distinct labels but --n_labels {n_labels}")
+    try:
+        values = {int(name) for name in names}
+    except ValueError:
+        raise CrowdInputError(f"{where}: --n_labels {n_labels} with non-integer labels "
+                              f"{names[:3]}: cannot name the unseen classes") from None
+    if min(values) < 0 or max(values) >= n_labels:
+        raise CrowdInputError(f"{where}: labels must lie in 0..{n_labels - 1} with --n_labels")
+    return [str(k) for k in range(n_labels)]
+
+
+def _group_by_item(task_codes: np.ndarray, n_tasks: int):
+    """Stable grouping of ratings by item: (order of ratings, item_start)."""
+    order = np.argsort(task_codes, kind="stable")
+    counts = np.bincount(task_codes, minlength=n_tasks)
+    item_start = np.zeros(n_tasks + 1, dtype=np.int64)
+    np.cumsum(counts, out=item_start[1:])
+    return order, item_start
+
+
+def _factorize(values: np.ndarray):
+    """Codes in order of first appearance, and the unique values."""
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        codes, uniques = pd.factorize(values, sort=False)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    seen: dict = {}
+    codes = np.empty(len(values), dtype=np.int64)
+    for position, value in enumerate(values):
+        codes[position] = seen.setdefault(value, len(seen))
+    return codes, np.array(list(seen), dtype=object)
+
+
+def _count_duplicates(task_codes, worker_codes, n_workers) -> int:
+    pairs = task_codes.astype(np.int64) * max(n_workers, 1) + worker_codes
+    return int(pairs.size - np.unique(pairs).size)
+
+
+def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: int | None = None,
+                label_names: list[str] | None = None, where: str = "data") -> CrowdData:
+    """Triples as three equal-length sequences (any hashable ids; labels compared as text)."""
+    tasks = np.asarray(tasks, dtype=object)
+    workers = np.asarray(workers, dtype=object)
+    labels = np.asarray([str(value) for value in labels], dtype=object)
+    if not (tasks.size == workers.size == labels.size):
+        raise CrowdInputError(f"{where}: task, worker and label columns differ in length")
+    if tasks.size == 0:
+        raise CrowdInputError(f"{where}: no answers")
+    if label_names is None:
+        label_names = _choose_labels(np.unique(labels).tolist(), n_labels, where)
+    index = label_index(label_names)
+    label_codes_unique, label_uniques = _factorize(labels)
+    lookup = np.empty(len(label_uniques), dtype=np.int64)
+    for position, value in enumerate(label_uniques):
+        if value not in index:
+            row = int(np.argmax(labels == value))
+            raise CrowdInputError(f"{where}: answer {row + 1}: unknown label {value!r} "
+                                  f"(labels: {', '.join(label_names)})")
+        lookup[position] = index[value]
+    task_codes, task_names = _factorize(tasks)
+    worker_codes, worker_names = _factorize(workers)
+    order, item_start = _group_by_item(task_codes, len(task_names))
+    data = CrowdData(task_names=task_names, worker_names=worker_names,
+                     label_names=list(label_names), item_start=item_start,
+                     rating_worker=worker_codes[order], rating_label=lookup[label_codes_unique][order],
+                     gold=np.full(len(task_names), -1, dtype=np.int64),
+                     duplicates=_count_duplicates(task_codes, worker_codes, len(worker_names)))
+    if gold:
+        apply_gold(data, gold, where="gold")
+    return data
+
+
+def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
+    """Mark known items; ``gold`` maps task id to label text.  Returns the number applied."""
+    index = label_index(data.label_names)
+    position = {name: i for i, name in enumerate(data.task_names.tolist())}
+    applied = 0
+    for task, entry in gold.items():
+        label, line = entry if isinstance(entry, tuple) else (entry, None)
+        if str(label) not in index:
+            where_line = f"{where}:{line}" if line else where
+            raise CrowdInputError(f"{where_line}: unknown gold label {label!r} for task "
+                                  f"{task!r} (labels: {', '.join(data.label_names)})")
+        i = position.get(task)
+        if i is not None:
+            data.gold[i] = index[str(label)]
+            applied += 1
+    return applied
+
+
+def _open_text(path: str):
+    if path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+    if not os.path.exists(path):
+        raise CrowdInputError(f"{path}: no such file")
+    if path.endswith(".gz"):
+        import gzip
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _read_table(path: str, required: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """A CSV/TSV file with a header row; the required columns as arrays of text."""
+    name = "<stdin>" if path == "-" else path
+    with _open_text(path) as handle:
+        text = handle.read()
+    first_line = text.split("\n", 1)[0]
+    delimiter = "\t" if "\t" in first_line else ","
+    header = [column.strip() for column in first_line.rstrip("\r").split(delimiter)]
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise CrowdInputError(f"{name}:1: missing column {missing[0]!r} (header: "
+                              f"{first_line.strip()!r}; expected {', '.join(required)})")
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        try:
+            frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str,
+                                keep_default_na=False, skipinitialspace=True)
+        except pd.errors.ParserError as exc:
+            raise CrowdInputError(f"{name}: malformed table ({exc})") from None
+        frame.columns = [str(column).strip() for column in frame.columns]
+        columns = {column: frame[column].to_numpy(dtype=object) for column in required}
+    else:
+        reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+        next(reader)
+        positions = [header.index(column) for column in required]
+        rows = {column: [] for column in required}
+        for line_number, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise CrowdInputError(f"{name}:{line_number}: expected {len(header)} fields, got "
+                                      f"{len(row)} ({delimiter.join(row)!r})")
+            for column, position in zip(required, positions):
+                rows[column].append(row[position].strip())
+        columns = {column: np.array(values, dtype=object) for column, values in rows.items()}
+    for column in required:
+        values = columns[column]
+        empty = np.flatnonzero(values == "")
+        if empty.size:
+            row = int(empty[0])
+            raise CrowdInputError(f"{name}:{row + 2}: empty {column!r}")
+    return columns
+
+
+def read_gold(path: str) -> dict:
+    """A truth/gold file: columns ``task,label``; task -> (label, line); the first row wins."""
+    table = _read_table(path, ("task", "label"))
+    gold: dict = {}
+    for line, (task, label) in enumerate(zip(table["task"].tolist(), table["label"].tolist()),
+                                         start=2):
+        gold.setdefault(task, (label, line))
+    return gold
+
+
+def looks_like_blocks(path: str) -> bool:
+    """SPEC §P.4 lines (``item gold worker:rating ...``) rather than a table with a header."""
+    if path == "-":
+        return False
+    with _open_text(path) as handle:
+        for line in handle:
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            return ":" in stripped and "," not in stripped and "\t" not in stripped
+    return False
+
+
+def read_triples(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
+                 label_names: list[str] | None = None) -> CrowdData:
+    name = "<stdin>" if path == "-" else path
+    table = _read_table(path, ("task", "worker", "label"))
+    data = from_arrays(table["task"], table["worker"], table["label"], n_labels=n_labels,
+                       label_names=label_names, where=name)
+    if gold_path:
+        apply_gold(data, read_gold(gold_path), where=gold_path)
+    return data
+
+
+def read_blocks(path: str, *, n_labels: int | None = None) -> CrowdData:
+    """SPEC §P.4: ``<item_id> <gold> <worker_id>:<rating> ...``, labels already 0..K-1.
+
+    Each line is one item block in stream order (an id may repeat, e.g. after ``multicat``).
+    """
+    name = "<stdin>" if path == "-" else path
+    tasks, golds, starts = [], [], [0]
+    workers, ratings = [], []
+    skipped = 0
+    with _open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            if len(fields) < 2:
+                raise CrowdInputError(f"{name}:{line_number}: expected '<item> <gold> "
+                                      f"<worker>:<rating> ...' (line: {line.strip()!r})")
+            try:
+                gold = int(fields[1])
+            except ValueError:
+                raise CrowdInputError(f"{name}:{line_number}: gold {fields[1]!r} is not an "
+                                      "integer") from None
+            block = fields[2:]
+            if not block:
+                skipped += 1
+                continue
+            for token in block:
+                worker, colon, rating = token.rpartition(":")
+                if not colon or not worker:
+                    raise CrowdInputError(f"{name}:{line_number}: malformed rating {token!r} "
+                                          "(expected worker:rating)")
+                try:
+                    value = int(rating)
+                except ValueError:
+                    raise CrowdInputError(f"{name}:{line_number}: rating {rating!r} of worker "
+                                          f"{worker!r} is not an integer") from None
+                if value < 0 or (n_labels is not None and value >= n_labels):
+                    raise CrowdInputError(f"{name}:{line_number}: rating {value} outside "
+                                          f"0..{(n_labels or 1) - 1} (token {token!r})")
+                workers.append(worker)
+                ratings.append(value)
+            if gold < -1 or (n_labels is not None and gold >= n_labels):
+                raise CrowdInputError(f"{name}:{line_number}: gold {gold} outside -1..{(n_labels or 1) - 1}")
+            tasks.append(fields[0])
+            golds.append(gold)
+            starts.append(len(ratings))
+    if not ratings:
+        raise CrowdInputError(f"{name}: no ratings")
+    K = n_labels if n_labels is not None else max(max(ratings), max(golds)) + 1
+    worker_codes, worker_names = _factorize(np.array(workers, dtype=object))
+    task_names = np.array(tasks, dtype=object)
+    item_start = np.array(starts, dtype=np.int64)
+    item_of = np.repeat(np.arange(len(tasks)), np.diff(item_start))
+    return CrowdData(task_names=task_names, worker_names=worker_names,
+                     label_names=[str(k) for k in range(K)], item_start=item_start,
+                     rating_worker=worker_codes, rating_label=np.array(ratings, dtype=np.int64),
+                     gold=np.array(golds, dtype=np.int64),
+                     duplicates=_count_duplicates(item_of, worker_codes, len(worker_names)),
+                     skipped_lines=skipped)
+
+
+def read_answers(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
+                 label_names: list[str] | None = None) -> CrowdData:
+    """Triples or item blocks, whichever the file holds (``label_names``: a loaded model's)."""
+    if looks_like_blocks(path):
+        data = read_blocks(path, n_labels=len(label_names) if label_names else n_labels)
+        if gold_path:
+            apply_gold(data, read_gold(gold_path), where=gold_path)
+        return data
+    return read_triples(path, n_labels=n_labels, gold_path=gold_path, label_names=label_names)
+
+
+@kernel
+def _hash_names(buffer, offsets, modulus):
+    slots = np.empty(offsets.size - 1, dtype=np.int64)
+    for w in range(offsets.size - 1):
+        slots[w] = murmur3_32(buffer, offsets[w], offsets[w + 1], 0) % modulus
+    return slots
+
+
+def hashed_slots(worker_names, bits: int) -> np.ndarray:
+    """SPEC §P.5: ``murmur3_32(utf8(worker_id), 0) mod 2**bits`` for every name."""
+    encoded = [str(name).encode("utf-8") for name in worker_names]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(item) for item in encoded], out=offsets[1:])
+    buffer = np.frombuffer(b"".join(encoded), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    return _hash_names(buffer, offsets, np.int64(1) << bits)
