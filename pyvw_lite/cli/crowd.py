@@ -174,7 +174,7 @@ def run(run: CrowdRun) -> int:
     if run.workers:
         if run.method != "em":
             raise ValueError("--workers needs --method em (the baselines keep no confusion matrices)")
-        slots = model.slots_for(_one_rating_per_worker(data), grow=False)
+        slots = model.worker_slots(data.worker_names, grow=False)
         write_workers(run.workers, model, data.worker_names, slots,
                       np.bincount(data.rating_worker, minlength=len(data.worker_names)))
     if run.final_model:
@@ -193,15 +193,6 @@ def run(run: CrowdRun) -> int:
         if run.method == "em":
             err.write(hypermean_text(model))
     return 0
-
-
-def _one_rating_per_worker(data: CrowdData) -> CrowdData:
-    """A view whose w-th rating is worker w: maps every worker to its slot in one call."""
-    n = len(data.worker_names)
-    return CrowdData(task_names=data.task_names[:0], worker_names=data.worker_names,
-                     label_names=data.label_names, item_start=np.zeros(1, dtype=np.int64),
-                     rating_worker=np.arange(n, dtype=np.int64),
-                     rating_label=np.zeros(n, dtype=np.int64), gold=np.zeros(0, dtype=np.int64))
 
 
 def main(run_options: CrowdRun) -> int:

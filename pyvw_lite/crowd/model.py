@@ -142,24 +142,27 @@ class CrowdModel:
 
     def slots_for(self, data: CrowdData, grow: bool = True) -> np.ndarray:
         """Each rating's worker slot, extending the exact map with new workers when allowed."""
+        return self.worker_slots(data.worker_names, grow)[data.rating_worker]
+
+    def worker_slots(self, worker_names, grow: bool = True) -> np.ndarray:
+        """Each worker's slot; -1 for a worker an exact map does not know when ``grow`` is off."""
         if self.config.worker_map == "hash":
-            per_worker = hashed_slots(data.worker_names, self.config.n_worker_bits)
-        else:
-            per_worker = np.empty(len(data.worker_names), dtype=np.int64)
-            for w, name in enumerate(data.worker_names.tolist()):
-                slot = self.worker_slot.get(name)
-                if slot is None:
-                    if not grow:
-                        slot = -1
-                    else:
-                        slot = len(self.worker_slot)
-                        if slot >= self.n_slots:
-                            raise ValueError(
-                                f"more than {self.n_slots} distinct workers with --worker_map exact "
-                                f"(worker {name!r}); raise --n_worker_bits or use --worker_map hash")
-                        self.worker_slot[name] = slot
-                per_worker[w] = slot
-        return per_worker[data.rating_worker]
+            return hashed_slots(worker_names, self.config.n_worker_bits)
+        slots = np.empty(len(worker_names), dtype=np.int64)
+        for w, name in enumerate(np.asarray(worker_names).tolist()):
+            slot = self.worker_slot.get(name)
+            if slot is None:
+                if not grow:
+                    slot = -1
+                else:
+                    slot = len(self.worker_slot)
+                    if slot >= self.n_slots:
+                        raise ValueError(
+                            f"more than {self.n_slots} distinct workers with --worker_map exact "
+                            f"(worker {name!r}); raise --n_worker_bits or use --worker_map hash")
+                    self.worker_slot[name] = slot
+            slots[w] = slot
+        return slots
 
     def hypermean_confusion(self) -> np.ndarray:
         return confusion(self.mu)

@@ -1,0 +1,206 @@
+"""crowd-kit-style aggregators: ``fit`` / ``fit_predict`` / ``fit_predict_proba`` on a table of
+``task``, ``worker``, ``label`` answers; fitted state ends in ``_``.
+
+A pandas DataFrame in gives pandas out (a Series of labels indexed by task, a DataFrame of
+posteriors); a dict or tuple of three arrays gives numpy out, aligned with ``tasks_``.  Gold
+labels (``true_labels``, a Series or a dict task -> label) fix those items' labels.
+
+Example::
+
+    >>> from pyvw_lite.api.crowd import BatchEM
+    >>> answers = {"task": ["a", "a", "a", "b", "b", "b"], "worker": ["u", "v", "w"] * 2,
+    ...            "label": ["x", "x", "y", "y", "y", "y"]}
+    >>> BatchEM().fit_predict(answers).tolist()
+    ['x', 'y']
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.crowd_input import CrowdData, from_arrays
+
+_CONFIG_FIELDS = ("priorz", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu",
+                  "sigma_b", "kappa", "worker_map", "n_worker_bits", "eta", "rho", "initial_t",
+                  "n_items")
+
+
+def _columns(data):
+    """(tasks, workers, labels, is_pandas) from a DataFrame, a mapping or a 3-tuple."""
+    if hasattr(data, "columns") and hasattr(data, "to_numpy"):
+        missing = [name for name in ("task", "worker", "label") if name not in data.columns]
+        if missing:
+            raise ValueError(f"answers need columns task, worker, label (missing {missing[0]!r})")
+        return (data["task"].to_numpy(), data["worker"].to_numpy(), data["label"].to_numpy(), True)
+    if isinstance(data, dict):
+        return np.asarray(data["task"]), np.asarray(data["worker"]), np.asarray(data["label"]), False
+    tasks, workers, labels = data
+    return np.asarray(tasks), np.asarray(workers), np.asarray(labels), False
+
+
+def _gold(true_labels) -> dict | None:
+    if true_labels is None:
+        return None
+    if hasattr(true_labels, "items"):
+        return {task: str(label) for task, label in true_labels.items()}
+    raise ValueError("true_labels must map task -> label (a pandas Series or a dict)")
+
+
+class _Aggregator:
+    """Shared plumbing: input conversion and the fitted attributes."""
+
+    def _prepare(self, data, true_labels, label_names=None) -> CrowdData:
+        tasks, workers, labels, self._pandas = _columns(data)
+        return from_arrays(tasks, workers, labels, gold=_gold(true_labels),
+                           label_names=label_names)
+
+    def _publish(self, data: CrowdData, q: np.ndarray) -> None:
+        self.tasks_ = data.task_names
+        self.classes_ = list(data.label_names)
+        labels = np.asarray(self._typed(data.label_names))[q.argmax(axis=1)]
+        if self._pandas:
+            import pandas as pd
+            index = pd.Index(data.task_names, name="task")
+            self.labels_ = pd.Series(labels, index=index, name="agg_label")
+            self.probas_ = pd.DataFrame(q, index=index, columns=self._typed(data.label_names))
+        else:
+            self.labels_ = labels
+            self.probas_ = q
+
+    def _typed(self, names):
+        """Label values as the caller gave them (numbers stay numbers)."""
+        return [self._label_types.get(name, name) for name in names]
+
+    def _remember_types(self, data) -> None:
+        _, _, labels, _ = _columns(data)
+        self._label_types = {str(value): value for value in np.unique(labels).tolist()}
+
+    def fit_predict(self, data, true_labels=None):
+        return self.fit(data, true_labels).labels_
+
+    def fit_predict_proba(self, data, true_labels=None):
+        return self.fit(data, true_labels).probas_
+
+
+class MajorityVote(_Aggregator):
+    """The most frequent answer per task (ties: the lowest label)."""
+
+    def fit(self, data, true_labels=None):
+        from ..crowd.baselines import majority_vote
+        self._remember_types(data)
+        prepared = self._prepare(data, true_labels)
+        self._publish(prepared, majority_vote(prepared))
+        return self
+
+
+class OneCoinDawidSkene(_Aggregator):
+    """One accuracy per worker, errors spread uniformly over the other labels."""
+
+    def __init__(self, n_iter: int = 100, tol: float = 1e-7):
+        self.n_iter = n_iter
+        self.tol = tol
+
+    def fit(self, data, true_labels=None):
+        from ..crowd.baselines import one_coin_dawid_skene
+        self._remember_types(data)
+        prepared = self._prepare(data, true_labels)
+        q, self.n_iter_ = one_coin_dawid_skene(prepared, self.n_iter, self.tol)
+        self._publish(prepared, q)
+        return self
+
+
+class _NominalModel(_Aggregator):
+    def __init__(self, *, priorz=None, learn_priorz: bool = True, symmetric: bool = False,
+                 nu: float = -2.0, sigma_alpha: float = 4.0, sigma_mu: float = 3.0,
+                 sigma_b: float = 0.0, kappa: float = 0.0, worker_map: str | None = None,
+                 n_worker_bits: int = 16, eta: float = 10.0, rho: float = 0.5,
+                 initial_t: float = 100.0, n_items: int = 0):
+        self.priorz = priorz
+        self.learn_priorz = learn_priorz
+        self.symmetric = symmetric
+        self.nu = nu
+        self.sigma_alpha = sigma_alpha
+        self.sigma_mu = sigma_mu
+        self.sigma_b = sigma_b
+        self.kappa = kappa
+        self.worker_map = worker_map
+        self.n_worker_bits = n_worker_bits
+        self.eta = eta
+        self.rho = rho
+        self.initial_t = initial_t
+        self.n_items = n_items
+
+    def _config(self, data: CrowdData, default_map: str):
+        from ..crowd.model import CrowdConfig
+        values = {name: getattr(self, name) for name in _CONFIG_FIELDS}
+        values["priorz"] = list(values["priorz"] or [])
+        values["worker_map"] = values["worker_map"] or default_map
+        return CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, **values)
+
+    def _publish_model(self, data: CrowdData, q: np.ndarray) -> None:
+        from ..crowd.model import confusion
+        self._publish(data, q)
+        model = self.model_
+        slots = model.worker_slots(data.worker_names, grow=False)
+        matrices = confusion(model.alpha[slots])
+        prior = np.exp(model.theta - model.theta.max())
+        self.priors_ = prior / prior.sum()
+        if self._pandas:
+            import pandas as pd
+            names = self._typed(data.label_names)
+            index = pd.MultiIndex.from_product([data.worker_names, names], names=["worker", "label"])
+            self.errors_ = pd.DataFrame(matrices.reshape(-1, len(names)), index=index,
+                                        columns=names)
+            self.priors_ = pd.Series(self.priors_, index=names, name="prior")
+        else:
+            self.errors_ = matrices
+
+
+class BatchEM(_NominalModel):
+    """Batch MAP-EM of the nominal label model (SPEC §E.3): Dawid-Skene confusion matrices with
+    a Gaussian prior and hyperprior, learned class prior, optional item difficulty."""
+
+    def __init__(self, n_iter: int = 200, tol: float = 1e-8, **settings):
+        super().__init__(**settings)
+        self.n_iter = n_iter
+        self.tol = tol
+
+    def fit(self, data, true_labels=None):
+        from ..crowd.batch import batch_em
+        self._remember_types(data)
+        prepared = self._prepare(data, true_labels)
+        result = batch_em(prepared, self._config(prepared, "exact"), max_iters=self.n_iter,
+                          tol=self.tol)
+        self.model_ = result.model
+        self.loss_history_ = [-value for value in result.objective]
+        self.difficulty_ = np.exp(result.b)
+        self._publish_model(prepared, result.q)
+        return self
+
+
+class OnlineEM(_NominalModel):
+    """Online EM (SPEC §E.4) with hashed worker slots and the lazy hyperprior; ``partial_fit``
+    continues on new answers with the same model."""
+
+    def __init__(self, passes: int = 1, **settings):
+        super().__init__(**settings)
+        self.passes = passes
+
+    def fit(self, data, true_labels=None):
+        if hasattr(self, "model_"):
+            del self.model_
+        return self.partial_fit(data, true_labels)
+
+    def partial_fit(self, data, true_labels=None):
+        from ..crowd.model import CrowdModel
+        from ..crowd.online import run_online
+        self._remember_types(data)
+        existing = getattr(self, "model_", None)
+        prepared = self._prepare(data, true_labels,
+                                 label_names=existing.config.label_names if existing else None)
+        if existing is None:
+            self.model_ = CrowdModel(self._config(prepared, "hash"))
+        result = run_online(prepared, self.model_, passes=self.passes)
+        self.progressive_ = result.f
+        self._publish_model(prepared, result.q)
+        return self
+
