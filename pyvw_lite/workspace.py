@@ -69,6 +69,9 @@ class Workspace:
         self.model: ModelData | None = None
         if options.initial_regressor:
             self.model = load_model(options.initial_regressor)
+            if self.model.state.get("kind") == "crowd":
+                raise ModelError(f"{options.initial_regressor}: a crowd model (from `pyvw-lite "
+                                 "crowd`); continue it with `pyvw-lite crowd -i`")
             options = self._merge_model_options(options, self.model)
         self.options = options
         self.stdout = stdout if stdout is not None else sys.stdout

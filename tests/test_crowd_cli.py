@@ -1,0 +1,162 @@
+"""`pyvw-lite crowd` end to end: inputs, outputs, model files, baselines and bad input."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyvw_lite.cli.main import main
+from pyvw_lite.io.crowd_input import CrowdInputError, read_answers, read_blocks
+from pyvw_lite.synthetic import crowd_answers
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("crowd")
+    data = crowd_answers(n_tasks=600, answers_per_task=5, n_workers=40, classes=3, seed=3)
+    data.write(str(folder / "answers.csv"), str(folder / "truth.csv"))
+    return folder, data
+
+
+def run(args, capsys):
+    code = main(["crowd", *args])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def accuracy_line(stderr: str) -> float:
+    line = next(line for line in stderr.splitlines() if line.startswith("accuracy on"))
+    return float(line.rsplit("=", 1)[1])
+
+
+def test_batch_writes_posteriors_workers_and_beats_majority(answers, capsys, tmp_path):
+    folder, data = answers
+    out = tmp_path / "labels.csv"
+    workers = tmp_path / "workers.csv"
+    code, err = run([str(folder / "answers.csv"), "--batch", "-p", str(out), "--workers",
+                     str(workers), "--truth", str(folder / "truth.csv")], capsys)
+    assert code == 0, err
+    rows = read_csv(out)
+    assert rows[0] == ["task", "label", "p_0", "p_1", "p_2"]
+    assert len(rows) == 601
+    for row in rows[1:]:
+        probabilities = np.array(row[2:], dtype=float)
+        assert probabilities.sum() == pytest.approx(1.0, abs=1e-5)
+        assert row[1] == str(int(np.argmax(probabilities)))
+    assert "iteration  objective" in err and "hypermean confusion matrix" in err
+    em = accuracy_line(err)
+    code, err = run([str(folder / "answers.csv"), "--method", "majority", "--truth",
+                     str(folder / "truth.csv")], capsys)
+    assert code == 0
+    assert em > accuracy_line(err)
+    table = read_csv(workers)
+    assert table[0][:4] == ["worker", "answers", "slot", "reliability"]
+    assert len(table) == 41 and len(table[0]) == 4 + 9
+    assert sum(int(row[1]) for row in table[1:]) == 3000
+
+
+def test_online_prints_the_seed_table_and_continues_from_a_model(answers, capsys, tmp_path):
+    folder, _ = answers
+    model = tmp_path / "crowd.pvw"
+    code, err = run([str(folder / "answers.csv"), "--passes", "2", "-f", str(model)], capsys)
+    assert code == 0, err
+    lines = err.splitlines()
+    settings = lines[1:11]
+    assert [line.split(" = ")[0] for line in settings] == [
+        "initial_t", "eta", "rho", "n_items", "n_labels", "n_workers", "symmetric", "test_only",
+        "prediction file", "priorz"]
+    assert "priorz = 0.333333,0.333333,0.333333" in settings
+    header = lines.index("cumul      since      example    current    current    current")
+    counters = [int(line.split()[2]) for line in lines[header + 2:] if line and line[0] in "-0123456789"
+                and len(line.split()) == 6]
+    assert counters[:4] == [2, 5, 10, 19] and counters[-1] == 1200
+    code, err = run([str(folder / "answers.csv"), "-i", str(model), "-f", str(model)], capsys)
+    assert code == 0, err
+    assert "item counter t = 1800" in err
+    before = model.read_bytes()
+    code, err = run([str(folder / "answers.csv"), "-i", str(model), "-t", "-f", str(model)], capsys)
+    assert code == 0 and model.read_bytes() == before
+
+
+def test_item_block_format_and_stdin(tmp_path, capsys):
+    blocks = tmp_path / "items.txt"
+    blocks.write_text("# comment\n"
+                      "a -1 ann:0 bob:0 cy:1\n"
+                      "\n"
+                      "b 1 ann:1 bob:1\n"
+                      "c -1\n"
+                      "d -1 ann:2 bob:2 cy:2 cy:2\n")
+    data = read_blocks(str(blocks))
+    assert data.n_items == 3 and data.skipped_lines == 1
+    assert data.gold.tolist() == [-1, 1, -1] and data.duplicates == 1
+    out = tmp_path / "p.csv"
+    code, err = run([str(blocks), "-p", str(out)], capsys)
+    assert code == 0, err
+    assert [row[:2] for row in read_csv(out)[1:]] == [["a", "0"], ["b", "1"], ["d", "2"]]
+    triples = "task,worker,label\nx,u,yes\nx,v,yes\ny,u,no\ny,v,no\n"
+    result = subprocess.run([sys.executable, "-m", "pyvw_lite", "crowd", "-", "--batch", "-p",
+                             str(out), "--quiet"], input=triples, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert read_csv(out)[0] == ["task", "label", "p_no", "p_yes"]
+    assert [row[:2] for row in read_csv(out)[1:]] == [["x", "yes"], ["y", "no"]]
+
+
+@pytest.mark.parametrize("content,gold,message", [
+    ("task,worker\nx,u\n", None, "missing column 'label'"),
+    ("task,worker,label\nx,u,1\nx,,2\n", None, ":3: empty 'worker'"),
+    ("task,worker,label\nx,u,1\ny,u,2\n", "task,label\nx,1\ny,7\n", "gold.csv:3: unknown gold label '7'"),
+])
+def test_bad_tables_name_file_and_line(tmp_path, capsys, content, gold, message):
+    path = tmp_path / "answers.csv"
+    path.write_text(content)
+    args = [str(path)]
+    if gold:
+        (tmp_path / "gold.csv").write_text(gold)
+        args += ["--gold", str(tmp_path / "gold.csv")]
+    code, err = run(args, capsys)
+    assert code == 1
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("line,message", [
+    ("a -1 ann:0 bob\n", "malformed rating 'bob'"),
+    ("a -1 ann:x\n", "rating 'x' of worker 'ann' is not an integer"),
+    ("a -1 ann:5\n", "rating 5 outside 0..2"),
+    ("a 3 ann:1\n", "gold 3 outside -1..2"),
+])
+def test_bad_item_blocks_are_fatal_with_the_line(tmp_path, line, message):
+    path = tmp_path / "items.txt"
+    path.write_text("z -1 ann:0 bob:1\n" + line)
+    with pytest.raises(CrowdInputError, match=f"items.txt:2: {message}"):
+        read_answers(str(path), n_labels=3)
+
+
+def test_option_errors(answers, capsys):
+    folder, _ = answers
+    code, err = run([str(folder / "answers.csv"), "--priorz", "1,2"], capsys)
+    assert code == 1 and "--priorz has 2 values; need 3" in err
+    code, err = run([str(folder / "answers.csv"), "--priorz", "1,0,1"], capsys)
+    assert code == 1 and "positive" in err
+    code, err = run([str(folder / "answers.csv"), "--rho", "1", "--initial_t", "0"], capsys)
+    assert code == 1 and "--initial_t > 0" in err
+    code, err = run([str(folder / "missing.csv")], capsys)
+    assert code == 1 and "no such file" in err
+
+
+def test_crowd_model_is_not_a_vw_model(answers, capsys, tmp_path):
+    folder, _ = answers
+    model = tmp_path / "crowd.pvw"
+    assert run([str(folder / "answers.csv"), "--batch", "-f", str(model), "--quiet"], capsys)[0] == 0
+    vw = tmp_path / "x.vw"
+    vw.write_text("1 |a b\n")
+    assert main(["-d", str(vw), "-i", str(model), "--quiet"]) == 1
+    assert "crowd" in capsys.readouterr().err
