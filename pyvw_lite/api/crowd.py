@@ -159,7 +159,7 @@ class BatchEM(_NominalModel):
     """Batch MAP-EM of the nominal label model (SPEC §E.3): Dawid-Skene confusion matrices with
     a Gaussian prior and hyperprior, learned class prior, optional item difficulty."""
 
-    def __init__(self, n_iter: int = 200, tol: float = 1e-8, **settings):
+    def __init__(self, n_iter: int = 200, tol: float = 1e-6, **settings):
         super().__init__(**settings)
         self.n_iter = n_iter
         self.tol = tol

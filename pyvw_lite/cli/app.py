@@ -82,7 +82,7 @@ def crowd(
     test_only: bool = typer.Option(False, "-t", "--test_only", help="online: predict without "
                                                                     "learning"),
     max_iters: int = typer.Option(200, "--max_iters", help="batch EM iteration cap"),
-    tol: float = typer.Option(1e-8, "--tol", help="batch EM relative objective tolerance"),
+    tol: float = typer.Option(1e-6, "--tol", help="batch EM relative objective tolerance"),
     model_name: str = typer.Option("flass", "--model", help="the model (flass, the only one)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:

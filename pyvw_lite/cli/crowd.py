@@ -46,7 +46,7 @@ class CrowdRun:
     passes: int = 1
     test_only: bool = False
     max_iters: int = 200
-    tol: float = 1e-8
+    tol: float = 1e-6
     quiet: bool = False
 
 

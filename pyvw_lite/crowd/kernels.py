@@ -189,24 +189,44 @@ def batch_items(alpha, item_start, rating_slot, rating_label, K, log_prior, gold
 
 @kernel(parallel=True)
 def batch_items_fixed_beta(log_table, item_start, rating_slot, rating_label, K, log_prior, gold,
-                           b_prior_term, q):
-    """E-step with every beta equal (no difficulty): log P(l|k) comes from a per-slot table."""
+                           b_prior_term, q, n_chunks):
+    """E-step with every beta equal (no difficulty), fused with the worker step's statistics.
+
+    ``log_table[m, l, k]`` = log P(answer l | truth k) of slot m.  Returns (sum of F-hat_i, label
+    sums) with ``sums[m * K + l, k]`` = the posterior mass of truth k over slot m's answers l.
+    Each of ``n_chunks`` threads fills its own copy of the sums (no write races).
+    """
     n_items = item_start.size - 1
-    values = np.zeros(n_items)
-    for i in prange(n_items):
-        LL = np.zeros(K)
-        for r in range(item_start[i], item_start[i + 1]):
-            m = rating_slot[r]
-            label = rating_label[r]
+    n_rows = log_table.shape[0] * K
+    partial = np.zeros((n_chunks, n_rows, K))
+    values = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        LL = np.empty(K)
+        total = 0.0
+        for i in range(c * n_items // n_chunks, (c + 1) * n_items // n_chunks):
+            LL[:] = 0.0
+            for r in range(item_start[i], item_start[i + 1]):
+                m = rating_slot[r]
+                label = rating_label[r]
+                for k in range(K):
+                    LL[k] += log_table[m, label, k]
+            total += _posterior(LL, log_prior, gold[i], K, q[i]) - b_prior_term
+            for r in range(item_start[i], item_start[i + 1]):
+                row = rating_slot[r] * K + rating_label[r]
+                for k in range(K):
+                    partial[c, row, k] += q[i, k]
+        values[c] = total
+    sums = partial[0].copy()
+    for c in range(1, n_chunks):
+        for row in prange(n_rows):
             for k in range(K):
-                LL[k] += log_table[m, k, label]
-        values[i] = _posterior(LL, log_prior, gold[i], K, q[i]) - b_prior_term
-    return values.sum()
+                sums[row, k] += partial[c, row, k]
+    return values.sum(), sums
 
 
 @kernel(parallel=True)
 def log_likelihood_table(alpha, beta):
-    """log P(l | k, alpha[m], beta) for every slot, row and label."""
+    """log P(l | k, alpha[m], beta) for every slot, answer l and truth k, as ``[m, l, k]``."""
     M, K, _ = alpha.shape
     table = np.empty_like(alpha)
     for m in prange(M):
@@ -219,7 +239,7 @@ def log_likelihood_table(alpha, beta):
                 total += math.exp(beta * alpha[m, k, l] - top)
             log_total = top + math.log(total)
             for l in range(K):
-                table[m, k, l] = beta * alpha[m, k, l] - log_total
+                table[m, l, k] = beta * alpha[m, k, l] - log_total
     return table
 
 
@@ -278,29 +298,33 @@ def _slot_objective(alpha, mu, m, obs_start, obs_end, obs_row, obs_label, weight
 
 
 @kernel(inline="always")
-def _cholesky_solve(A, rhs, out):
-    """Solve A x = rhs for symmetric positive definite A (destroys A); False if not PD."""
+def _cholesky_solve(A, rhs, out, block):
+    """Solve A x = rhs for symmetric positive definite A made of diagonal blocks of size
+    ``block`` (rows of the confusion matrix are independent unless --symmetric).  Destroys A;
+    returns False if A is not positive definite."""
     n = rhs.size
     for j in range(n):
+        first = (j // block) * block
+        last = first + block
         s = A[j, j]
-        for k in range(j):
+        for k in range(first, j):
             s -= A[j, k] * A[j, k]
         if s <= 0.0:
             return False
         A[j, j] = math.sqrt(s)
-        for i in range(j + 1, n):
+        for i in range(j + 1, last):
             s = A[i, j]
-            for k in range(j):
+            for k in range(first, j):
                 s -= A[i, k] * A[j, k]
             A[i, j] = s / A[j, j]
     for i in range(n):
         s = rhs[i]
-        for k in range(i):
+        for k in range((i // block) * block, i):
             s -= A[i, k] * out[k]
         out[i] = s / A[i, i]
     for i in range(n - 1, -1, -1):
         s = out[i]
-        for k in range(i + 1, n):
+        for k in range(i + 1, (i // block) * block + block):
             s -= A[k, i] * out[k]
         out[i] = s / A[i, i]
     return True
@@ -324,6 +348,7 @@ def alpha_step(alpha, mu, obs_start, obs_row, obs_label, weights, betas, cell_pa
     """
     M = alpha.shape[0]
     P = param_k.size
+    block = P if symmetric else alpha.shape[1] - 1
     inv_var = 1.0 / (sigma_alpha * sigma_alpha)
     gains = np.zeros(M)
     for m in prange(M):
@@ -344,7 +369,7 @@ def alpha_step(alpha, mu, obs_start, obs_row, obs_label, weights, betas, cell_pa
             for p in range(P):
                 for p2 in range(P):
                     hess[p, p2] = -hess[p, p2]
-            if not _cholesky_solve(hess, grad, step):
+            if not _cholesky_solve(hess, grad, step, block):
                 for p in range(P):
                     step[p] = grad[p] * sigma_alpha * sigma_alpha
             for p in range(P):
@@ -381,21 +406,99 @@ def alpha_step(alpha, mu, obs_start, obs_row, obs_label, weights, betas, cell_pa
     return gains.sum()
 
 
-@kernel(parallel=True)
-def label_counts(n_slots, obs_start, slot_rating, rating_item, rating_label, q, K):
-    """Summed posteriors per (slot, label): the sufficient statistics when every beta is equal.
+@kernel(inline="always")
+def _row_value(alpha, mu, m, k, counts, beta, inv_var):
+    """One confusion row's objective from its answer counts (every beta equal)."""
+    K = alpha.shape[1]
+    top = 0.0
+    for l in range(K):
+        top = max(top, beta * alpha[m, k, l])
+    total = 0.0
+    linear = 0.0
+    n = 0.0
+    prior = 0.0
+    for l in range(K):
+        total += math.exp(beta * alpha[m, k, l] - top)
+        linear += counts[l] * beta * alpha[m, k, l]
+        n += counts[l]
+        if l != k:
+            d = alpha[m, k, l] - mu[k, l]
+            prior += d * d
+    return linear - n * (top + math.log(total)) - 0.5 * prior * inv_var
 
-    Returns ``weights[m * K + l, k] = sum of q_i(k) over slot m's ratings with label l``.
+
+@kernel(parallel=True)
+def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters):
+    """SPEC §E.3 step 2 when every beta is equal and the rows are untied (no --symmetric).
+
+    Each row (slot m, truth k) is then its own (K-1)-dimensional concave problem in the answer
+    counts ``label_sums[m * K + l, k]``: Newton with backtracking, to convergence.
     """
-    weights = np.zeros((n_slots * K, K))
-    for m in prange(n_slots):
-        for o in range(obs_start[m], obs_start[m + 1]):
-            r = slot_rating[o]
-            row = m * K + rating_label[r]
-            i = rating_item[r]
-            for k in range(K):
-                weights[row, k] += q[i, k]
-    return weights
+    M, K, _ = alpha.shape
+    inv_var = 1.0 / (sigma_alpha * sigma_alpha)
+    for m in prange(M):
+        if not used[m]:
+            continue
+        counts = np.empty(K)
+        probs = np.empty(K)
+        grad = np.empty(K)
+        hess = np.empty((K, K))
+        step = np.empty(K)
+        old = np.empty(K)
+        for k in range(K):
+            n = 0.0
+            for l in range(K):
+                counts[l] = label_sums[m * K + l, k]
+                n += counts[l]
+            value = _row_value(alpha, mu, m, k, counts, beta, inv_var)
+            for _ in range(newton_iters):
+                top = 0.0
+                for l in range(K):
+                    top = max(top, beta * alpha[m, k, l])
+                total = 0.0
+                for l in range(K):
+                    probs[l] = math.exp(beta * alpha[m, k, l] - top)
+                    total += probs[l]
+                for l in range(K):
+                    probs[l] /= total
+                # the pinned diagonal keeps its row and column as an identity: step 0 there
+                for l in range(K):
+                    if l == k:
+                        grad[l] = 0.0
+                        for l2 in range(K):
+                            hess[l, l2] = 1.0 if l2 == l else 0.0
+                        continue
+                    grad[l] = (beta * (counts[l] - n * probs[l])
+                               - (alpha[m, k, l] - mu[k, l]) * inv_var)
+                    for l2 in range(K):
+                        if l2 == k:
+                            hess[l, l2] = 0.0
+                        else:
+                            hess[l, l2] = n * beta * beta * (
+                                (probs[l] if l == l2 else 0.0) - probs[l] * probs[l2])
+                    hess[l, l] += inv_var
+                _cholesky_solve(hess, grad, step, K)
+                decrement = 0.0
+                for l in range(K):
+                    decrement += grad[l] * step[l]
+                    old[l] = alpha[m, k, l]
+                if decrement < RESOLUTION * max(1.0, abs(value)):
+                    break
+                scale = 1.0
+                accepted = False
+                for _ in range(HALVINGS):
+                    for l in range(K):
+                        alpha[m, k, l] = old[l] + scale * step[l]
+                    candidate = _row_value(alpha, mu, m, k, counts, beta, inv_var)
+                    if candidate >= value:
+                        value = candidate
+                        accepted = True
+                        break
+                    scale *= 0.5
+                if not accepted:
+                    for l in range(K):
+                        alpha[m, k, l] = old[l]
+                    break
 
 
 @kernel
