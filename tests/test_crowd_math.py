@@ -176,8 +176,9 @@ def item_F(alpha, data, i, b, q, log_prior, kappa=0.0, sigma_b=1.0):
     """F-hat_i for an arbitrary q (SPEC §E.2), from the per-class log likelihoods."""
     K = q.size
     LL, D1, D2 = np.empty(K), np.empty(K), np.empty(K)
+    probs = np.empty((data.ratings_per_item()[i], K, K))
     kernels._item_terms(alpha, data.item_start[i], data.item_start[i + 1], data.rating_worker,
-                        data.rating_label, math.exp(b), K, LL, D1, D2)
+                        data.rating_label, math.exp(b), K, LL, D1, D2, probs)
     entropy = -sum(value * math.log(value) for value in q if value > 0)
     return float(q @ (log_prior + LL)) + entropy - 0.5 * ((b - kappa) / sigma_b) ** 2
 
@@ -198,7 +199,8 @@ def test_E4_inner_em_is_monotone_and_the_e_step_optimal():
         for rounds in range(1, 6):  # each extra round may only raise F-hat
             b, first, last = kernels.item_inner_em(alpha, start, end, data.rating_worker,
                                                    data.rating_label, 3, log_prior, -1, 0.0, 0.0,
-                                                   1.0, rounds, q, LL, D1, D2)
+                                                   1.0, rounds, q, LL, D1, D2,
+                                                   np.empty((end - start, 3, 3)))
             trace.append(last)
         assert all(later >= earlier - 1e-12 for earlier, later in zip(trace, trace[1:]))
         assert trace[0] >= first - 1e-12
@@ -255,7 +257,8 @@ def objective_at(model: CrowdModel, data: CrowdData) -> tuple[float, np.ndarray]
     for i in range(data.n_items):
         _, _, value = kernels.item_inner_em(model.alpha, data.item_start[i], data.item_start[i + 1],
                                             data.rating_worker, data.rating_label, K, log_prior,
-                                            data.gold[i], 0.0, 0.0, 1.0, 50, q[i], LL, D1, D2)
+                                            data.gold[i], 0.0, 0.0, 1.0, 50, q[i], LL, D1, D2,
+                                            np.empty((data.ratings_per_item()[i], K, K)))
         total += value
     _, param_k, param_l = model.layout
     total += kernels.prior_log_density(model.alpha, model.mu, model.nu,

@@ -99,3 +99,33 @@ def crowd(
                        eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
                        max_iters=max_iters, tol=tol, quiet=quiet)
     raise typer.Exit(main(options))
+
+
+@app.command("bench-crowd")
+def bench_crowd(
+    tasks: list[int] = typer.Option(None, "--tasks", help="tasks to generate (repeatable; "
+                                                          "default 100000 and 1000000)"),
+    repeat: int = typer.Option(3, "--repeat", help="runs per method (median kept)"),
+    seed: int = typer.Option(12345, "--seed", help="seed of the generated answers"),
+    peer_python: str = typer.Option(None, "--peer-python",
+                                    help="a Python with crowd-kit installed (default: this one, "
+                                         "if it has crowd-kit)"),
+    peer_tasks: list[int] = typer.Option(None, "--peer-tasks",
+                                         help="sizes at which crowd-kit runs too (default 100000)"),
+    workdir: str = typer.Option(None, "--workdir", help="keep the generated data here"),
+    json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
+) -> None:
+    """Time batch and online EM against crowd-kit's DawidSkene on seeded crowd answers."""
+    import json
+
+    from .crowd_bench import peer_python_default, run_crowd_bench
+    peer = peer_python or peer_python_default()
+    if peer is None:
+        typer.echo("crowd-kit is not importable here (pip install crowd-kit, or pass "
+                   "--peer-python): timing pyvw-lite alone")
+    rows = run_crowd_bench(sizes=tuple(tasks or (100_000, 1_000_000)), repeat=repeat, seed=seed,
+                           peer_python=peer, workdir=workdir,
+                           peer_sizes=tuple(peer_tasks or (100_000,)))
+    if json_out:
+        with open(json_out, "w") as handle:
+            json.dump(rows, handle, indent=1)

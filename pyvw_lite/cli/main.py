@@ -14,6 +14,7 @@ from ..options import OptionError, help_rows
 SUBCOMMANDS = {
     "bench": "time pyvw-lite (and VW, when installed) on seeded rater-task data",
     "crowd": "true labels from crowd answers (online or batch EM, baselines)",
+    "bench-crowd": "time crowd label extraction (and crowd-kit, when installed)",
 }
 
 

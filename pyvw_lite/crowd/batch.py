@@ -89,13 +89,14 @@ class _BatchFit:
         M = self.model.n_slots
         counts = np.bincount(self.rating_slot, minlength=M)
         self.used = counts > 0
-        slot_rating = np.argsort(self.rating_slot, kind="stable")
-        self.obs_start = np.zeros(M + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.obs_start[1:])
-        rating_item = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
-        # per-rating observations by slot (difficulty model on)
-        self.full_row = rating_item[slot_rating]
-        self.full_label = data.rating_label[slot_rating]
+        if config.sigma_b > 0.0:  # per-rating observations by slot, for the difficulty model
+            slot_rating = np.argsort(self.rating_slot, kind="stable")
+            self.obs_start = np.zeros(M + 1, dtype=np.int64)
+            np.cumsum(counts, out=self.obs_start[1:])
+            rating_item = np.repeat(np.arange(data.n_items, dtype=np.int64),
+                                    data.ratings_per_item())
+            self.full_row = rating_item[slot_rating]
+            self.full_label = data.rating_label[slot_rating]
         # one observation per (used slot, answer) when every beta is equal (--symmetric)
         used_ids = np.flatnonzero(self.used)
         self.compressed_start = np.zeros(M + 1, dtype=np.int64)
@@ -106,9 +107,11 @@ class _BatchFit:
         self.theta = config.log_priorz.copy()
         self.log_prior = _log_softmax(self.theta)
         self.free = data.gold < 0
+        self.n_free = int(self.free.sum())
         self.q = np.zeros((data.n_items, K))
         self.b = np.full(data.n_items, config.kappa, dtype=np.float64)
         self.label_sums = None
+        self.class_mass = np.zeros(K)  # summed posteriors of the items without gold
         self.chunks = max(1, min(numba.get_num_threads(), data.n_items // 10_000))
 
     def e_step(self, with_difficulty: bool) -> float:
@@ -121,7 +124,7 @@ class _BatchFit:
                                         self.b, c.kappa, c.sigma_b, self.q)
         else:
             table = kernels.log_likelihood_table(model.alpha, math.exp(c.kappa))
-            items, self.label_sums = kernels.batch_items_fixed_beta(
+            items, self.label_sums, self.class_mass = kernels.batch_items_fixed_beta(
                 table, data.item_start, self.rating_slot, data.rating_label, self.K,
                 self.log_prior, data.gold, 0.0, self.q, self.chunks)
         _, param_k, param_l = model.layout
@@ -147,8 +150,8 @@ class _BatchFit:
                                cell_param, param_k, param_l, True, c.sigma_alpha, 20)
         _hypermean_step(model, self.used)
         if c.learn_priorz:
-            _theta_step(self.theta, self.q[self.free].sum(axis=0), int(self.free.sum()),
-                        c.log_priorz)
+            mass = self.class_mass if not with_difficulty else self.q[self.free].sum(axis=0)
+            _theta_step(self.theta, mass, self.n_free, c.log_priorz)
             self.log_prior = _log_softmax(self.theta)
 
 

@@ -30,31 +30,12 @@ RESOLUTION = 1e-14  # relative: gains and steps below this are rounding, not pro
 
 
 @kernel(inline="always")
-def _row_moments(alpha, m, k, beta, K, label):
-    """log P(label | k) and the mean and variance of alpha[m, k, :] under softmax(beta * row)."""
-    top = 0.0  # the pinned diagonal contributes beta * 0
-    for l in range(K):
-        z = beta * alpha[m, k, l]
-        if z > top:
-            top = z
-    total = 0.0
-    first = 0.0
-    second = 0.0
-    for l in range(K):
-        a = alpha[m, k, l]
-        e = math.exp(beta * a - top)
-        total += e
-        first += e * a
-        second += e * a * a
-    mean = first / total
-    variance = max(second / total - mean * mean, 0.0)
-    log_p = beta * alpha[m, k, label] - top - math.log(total)
-    return log_p, mean, variance
+def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs):
+    """Per true class k: LL = sum_j log P(l_j|k), D1 = g'(beta) terms, D2 = -g''(beta) terms.
 
-
-@kernel(inline="always")
-def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2):
-    """Per true class k: LL = sum_j log P(l_j|k), D1 = g'(beta) terms, D2 = -g''(beta) terms."""
+    ``probs[j, k, :]`` receives P(. | k) of the item's j-th rating, which the online gradient
+    step reuses.
+    """
     for k in range(K):
         LL[k] = 0.0
         D1[k] = 0.0
@@ -62,11 +43,26 @@ def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D
     for r in range(start, end):
         m = rating_slot[r]
         label = rating_label[r]
+        j = r - start
         for k in range(K):
-            log_p, mean, variance = _row_moments(alpha, m, k, beta, K, label)
-            LL[k] += log_p
-            D1[k] += alpha[m, k, label] - mean
-            D2[k] += variance
+            top = 0.0  # the pinned diagonal contributes beta * 0
+            for l in range(K):
+                top = max(top, beta * alpha[m, k, l])
+            total = 0.0
+            for l in range(K):
+                e = math.exp(beta * alpha[m, k, l] - top)
+                probs[j, k, l] = e
+                total += e
+            first = 0.0
+            second = 0.0
+            for l in range(K):
+                p = probs[j, k, l] / total
+                probs[j, k, l] = p
+                first += p * alpha[m, k, l]
+                second += p * alpha[m, k, l] * alpha[m, k, l]
+            LL[k] += beta * alpha[m, k, label] - top - math.log(total)
+            D1[k] += alpha[m, k, label] - first
+            D2[k] += max(second - first * first, 0.0)
 
 
 @kernel(inline="always")
@@ -101,10 +97,11 @@ def _expected(q, values, K):
 
 
 @kernel
-def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b, LL, D1, D2):
+def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b, LL, D1, D2,
+           probs):
     """SPEC §E.3 step 1: Newton with backtracking on G(b) for fixed q; leaves LL/D1/D2 at the result.
 
-    The caller's LL/D1/D2 must hold the terms at ``b``.  Returns the new b.
+    The caller's LL/D1/D2/probs must hold the terms at ``b``.  Returns the new b.
     """
     inv_var = 1.0 / (sigma_b * sigma_b)
     beta = math.exp(b)
@@ -125,7 +122,8 @@ def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b
             if abs(candidate - b) <= RESOLUTION * (1.0 + abs(b)):
                 break
             cand_beta = math.exp(candidate)
-            _item_terms(alpha, start, end, rating_slot, rating_label, cand_beta, K, LL, D1, D2)
+            _item_terms(alpha, start, end, rating_slot, rating_label, cand_beta, K, LL, D1, D2,
+                        probs)
             cand_G = _expected(q, LL, K) - 0.5 * (candidate - kappa) ** 2 * inv_var
             if cand_G >= G:
                 accepted = True
@@ -133,7 +131,7 @@ def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b
                 break
             step *= 0.5
         if not accepted:
-            _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2)
+            _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs)
             break
         if b == B_CLAMP or b == -B_CLAMP:
             break
@@ -142,7 +140,7 @@ def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b
 
 @kernel
 def item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior, gold, b, kappa,
-                  sigma_b, rounds, q, LL, D1, D2):
+                  sigma_b, rounds, q, LL, D1, D2, probs):
     """Alternate E-steps and b-steps for one item with the worker parameters fixed (SPEC §E.4 3).
 
     Starts with an E-step at ``b``.  ``rounds`` = 1 is one batch iteration (E, b, E); the online
@@ -150,14 +148,14 @@ def item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior, go
     (b, F-hat after the first E-step, F-hat at the end); ``q`` holds the final posterior.
     """
     prior_term = 0.5 * ((b - kappa) / sigma_b) ** 2 if sigma_b > 0.0 else 0.0
-    _item_terms(alpha, start, end, rating_slot, rating_label, math.exp(b), K, LL, D1, D2)
+    _item_terms(alpha, start, end, rating_slot, rating_label, math.exp(b), K, LL, D1, D2, probs)
     first = _posterior(LL, log_prior, gold, K, q) - prior_term
     current = first
     if sigma_b <= 0.0:
         return b, first, first
     for _ in range(rounds):
         b = b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b,
-                   LL, D1, D2)
+                   LL, D1, D2, probs)
         value = _posterior(LL, log_prior, gold, K, q) - 0.5 * ((b - kappa) / sigma_b) ** 2
         gain = value - current
         current = value
@@ -179,9 +177,10 @@ def batch_items(alpha, item_start, rating_slot, rating_label, K, log_prior, gold
         LL = np.empty(K)
         D1 = np.empty(K)
         D2 = np.empty(K)
+        probs = np.empty((item_start[i + 1] - item_start[i], K, K))
         new_b, first, _ = item_inner_em(alpha, item_start[i], item_start[i + 1], rating_slot,
                                         rating_label, K, log_prior, gold[i], b[i], kappa,
-                                        sigma_b, 1, q[i], LL, D1, D2)
+                                        sigma_b, 1, q[i], LL, D1, D2, probs)
         b[i] = new_b
         values[i] = first
     return values.sum()
@@ -193,12 +192,14 @@ def batch_items_fixed_beta(log_table, item_start, rating_slot, rating_label, K, 
     """E-step with every beta equal (no difficulty), fused with the worker step's statistics.
 
     ``log_table[m, l, k]`` = log P(answer l | truth k) of slot m.  Returns (sum of F-hat_i, label
-    sums) with ``sums[m * K + l, k]`` = the posterior mass of truth k over slot m's answers l.
-    Each of ``n_chunks`` threads fills its own copy of the sums (no write races).
+    sums, class mass): ``sums[m * K + l, k]`` = the posterior mass of truth k over slot m's
+    answers l; ``mass[k]`` = the posterior mass of truth k over items without gold.  Each of
+    ``n_chunks`` threads fills its own copy of the sums (no write races).
     """
     n_items = item_start.size - 1
     n_rows = log_table.shape[0] * K
     partial = np.zeros((n_chunks, n_rows, K))
+    mass = np.zeros((n_chunks, K))
     values = np.zeros(n_chunks)
     for c in prange(n_chunks):
         LL = np.empty(K)
@@ -210,18 +211,22 @@ def batch_items_fixed_beta(log_table, item_start, rating_slot, rating_label, K, 
                 label = rating_label[r]
                 for k in range(K):
                     LL[k] += log_table[m, label, k]
-            total += _posterior(LL, log_prior, gold[i], K, q[i]) - b_prior_term
+            posterior = q[i]
+            total += _posterior(LL, log_prior, gold[i], K, posterior) - b_prior_term
+            if gold[i] < 0:
+                for k in range(K):
+                    mass[c, k] += posterior[k]
             for r in range(item_start[i], item_start[i + 1]):
                 row = rating_slot[r] * K + rating_label[r]
                 for k in range(K):
-                    partial[c, row, k] += q[i, k]
+                    partial[c, row, k] += posterior[k]
         values[c] = total
     sums = partial[0].copy()
     for c in range(1, n_chunks):
         for row in prange(n_rows):
             for k in range(K):
                 sums[row, k] += partial[c, row, k]
-    return values.sum(), sums
+    return values.sum(), sums, mass.sum(axis=0)
 
 
 @kernel(parallel=True)
@@ -577,6 +582,7 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
     for i in range(item_start.size - 1):
         longest = max(longest, item_start[i + 1] - item_start[i])
     deltas = np.empty((longest, P))
+    rating_probs = np.empty((longest, K, K))
     for i in range(item_start.size - 1):
         start, end = item_start[i], item_start[i + 1]
         t += 1
@@ -589,33 +595,25 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
                              mu_share, param_k, param_l, symmetric)
         q = q_out[i]
         b, _, value = item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior,
-                                    gold[i], kappa, kappa, sigma_b, 50, q, LL, D1, D2)
+                                    gold[i], kappa, kappa, sigma_b, 50, q, LL, D1, D2,
+                                    rating_probs)
         b_out[i] = b
         f_out[i] = value / (end - start)
         if test_only:
             continue
         beta = math.exp(b)
-        for j in range(end - start):
-            r = start + j
-            m = rating_slot[r]
-            label = rating_label[r]
+        for j in range(end - start):  # the gradient at the pre-update alpha, from the E-step
+            label = rating_label[start + j]
             for p in range(P):
                 deltas[j, p] = 0.0
             for k in range(K):
                 if q[k] <= 0.0:
                     continue
-                top = 0.0
-                for l in range(K):
-                    top = max(top, beta * alpha[m, k, l])
-                total = 0.0
-                for l in range(K):
-                    probs[l] = math.exp(beta * alpha[m, k, l] - top)
-                    total += probs[l]
                 scale = eta * q[k] * beta
                 for l in range(K):
                     p = cell_param[k, l]
                     if p >= 0:
-                        deltas[j, p] += scale * ((1.0 if l == label else 0.0) - probs[l] / total)
+                        deltas[j, p] += scale * ((1.0 if l == label else 0.0) - rating_probs[j, k, l])
         for j in range(end - start):
             m = rating_slot[start + j]
             for p in range(P):

@@ -1,0 +1,140 @@
+"""``pyvw-lite bench-crowd``: label extraction against crowd-kit on the same seeded answers.
+
+Each measurement is a separate process started from this one (ours, then the peer, interleaved
+per repeat); both time only the fit (CSV loading excluded) and score accuracy on the truth.
+The peer is crowd-kit's DawidSkene, run by whichever Python has crowd-kit installed
+(``--peer-python``; crowd-kit pins versions of pandas and scikit-learn that a project
+environment may not want).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+OURS_RUNNER = r"""
+import json, sys, time, resource
+import numpy as np
+from pyvw_lite.io.crowd_input import read_triples, read_gold, label_index
+mode, answers, truth = sys.argv[1:4]
+data = read_triples(answers)
+index = label_index(data.label_names)
+position = {name: i for i, name in enumerate(data.task_names.tolist())}
+pairs = [(position[t], index[l]) for t, (l, _) in read_gold(truth).items() if t in position]
+items = np.array([p[0] for p in pairs]); expected = np.array([p[1] for p in pairs])
+extra = {}
+if mode == "batch":
+    from pyvw_lite.crowd.batch import batch_em
+    from pyvw_lite.crowd.model import CrowdConfig
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, worker_map="exact")
+    batch_em(data, config, max_iters=2)  # load the cached kernels outside the timing
+    start = time.perf_counter()
+    result = batch_em(data, config)
+    seconds = time.perf_counter() - start
+    labels = result.labels
+    extra["iterations"] = result.iterations
+else:
+    from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
+    from pyvw_lite.crowd.online import run_online
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names)
+    run_online(data, CrowdModel(config), test_only=True)
+    model = CrowdModel(config)
+    start = time.perf_counter()
+    result = run_online(data, model)
+    seconds = time.perf_counter() - start
+    labels = result.q.argmax(axis=1)
+    extra["table_bytes"] = int(model.alpha.nbytes + model.stamp.nbytes + model.mu.nbytes)
+extra["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(dict(seconds=seconds, ratings=int(data.n_ratings),
+                      accuracy=float((labels[items] == expected).mean()), **extra)))
+"""
+
+PEER_RUNNER = r"""
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import pandas as pd
+from crowdkit.aggregation import DawidSkene
+answers, truth = sys.argv[1:3]
+frame = pd.read_csv(answers, dtype=str, keep_default_na=False)
+known = pd.read_csv(truth, dtype=str, keep_default_na=False).drop_duplicates("task")
+known = known.set_index("task")["label"]
+model = DawidSkene(n_iter=100)
+start = time.perf_counter()
+labels = model.fit_predict(frame)
+seconds = time.perf_counter() - start
+accuracy = float((labels.reindex(known.index).astype(str) == known.values).mean())
+print(json.dumps(dict(seconds=seconds, ratings=len(frame), accuracy=accuracy,
+                      iterations=len(model.loss_history_))))
+"""
+
+
+def _run(command: list[str]) -> dict:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:3])} ... failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def peer_python_default() -> str | None:
+    probe = subprocess.run([sys.executable, "-c", "import crowdkit"], capture_output=True)
+    return sys.executable if probe.returncode == 0 else None
+
+
+def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 12345,
+                    peer_python: str | None = None, workdir: str | None = None,
+                    peer_sizes=(100_000,), out=sys.stdout) -> list[dict]:
+    from ..synthetic import crowd_answers
+    own_dir = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-crowd-bench-")
+    os.makedirs(workdir, exist_ok=True)
+    rows = []
+    try:
+        for tasks in sizes:
+            folder = os.path.join(workdir, f"crowd_{tasks}_{seed}")
+            answers = os.path.join(folder, "answers.csv")
+            truth = os.path.join(folder, "truth.csv")
+            if not os.path.exists(truth):
+                os.makedirs(folder, exist_ok=True)
+                out.write(f"generating {tasks:,} tasks x 5 answers, K = 5, 2,000 workers "
+                          f"(seed {seed}) ...\n")
+                crowd_answers(n_tasks=tasks, seed=seed).write(answers, truth)
+            measured = {"batch": [], "online": [], "peer": []}
+            use_peer = peer_python is not None and tasks in peer_sizes
+            for _ in range(repeat):
+                for mode in ("batch", "online"):
+                    measured[mode].append(_run([sys.executable, "-c", OURS_RUNNER, mode, answers,
+                                                truth]))
+                if use_peer:
+                    measured["peer"].append(_run([peer_python, "-c", PEER_RUNNER, answers, truth]))
+            for mode, runs in measured.items():
+                if not runs:
+                    continue
+                row = dict(runs[-1])
+                row.update(tasks=tasks, method={"batch": "pyvw-lite batch EM",
+                                                "online": "pyvw-lite online EM",
+                                                "peer": "crowd-kit DawidSkene"}[mode],
+                           seconds=statistics.median(run["seconds"] for run in runs),
+                           all_seconds=[run["seconds"] for run in runs])
+                rows.append(row)
+            report(rows[-len([m for m in measured.values() if m]):], out)
+        return rows
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(rows: list[dict], out=sys.stdout) -> None:
+    peer = next((row for row in rows if row["method"].startswith("crowd-kit")), None)
+    out.write(f"{'tasks':>9} {'method':<22} {'fit s':>8} {'ratings/s':>12} {'accuracy':>9} "
+              f"{'iters':>6} {'speed-up':>9}\n")
+    for row in rows:
+        speedup = peer["seconds"] / row["seconds"] if peer and row is not peer else float("nan")
+        out.write(f"{row['tasks']:>9,} {row['method']:<22} {row['seconds']:>8.3f} "
+                  f"{row['ratings'] / row['seconds']:>12,.0f} {row['accuracy']:>9.4f} "
+                  f"{row.get('iterations', '') or '':>6} {speedup:>9.1f}\n")
+    out.write("fit s: median wall seconds of the fit alone (loading excluded); speed-up = "
+              "crowd-kit's fit time / ours\n")
