@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..crowd.defaults import DEFAULTS
 from ..io.crowd_input import CrowdData, from_arrays
 
 _CONFIG_FIELDS = ("priorz", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu",
@@ -109,11 +110,14 @@ class OneCoinDawidSkene(_Aggregator):
 
 
 class _NominalModel(_Aggregator):
-    def __init__(self, *, priorz=None, learn_priorz: bool = True, symmetric: bool = False,
-                 nu: float = -2.0, sigma_alpha: float = 4.0, sigma_mu: float = 3.0,
-                 sigma_b: float = 0.0, kappa: float = 0.0, worker_map: str | None = None,
-                 n_worker_bits: int = 16, eta: float = 10.0, rho: float = 0.5,
-                 initial_t: float = 100.0, n_items: int = 0):
+    def __init__(self, *, priorz=None, learn_priorz: bool = DEFAULTS["learn_priorz"],
+                 symmetric: bool = DEFAULTS["symmetric"], nu: float = DEFAULTS["nu"],
+                 sigma_alpha: float = DEFAULTS["sigma_alpha"],
+                 sigma_mu: float = DEFAULTS["sigma_mu"], sigma_b: float = DEFAULTS["sigma_b"],
+                 kappa: float = DEFAULTS["kappa"], worker_map: str | None = None,
+                 n_worker_bits: int = DEFAULTS["n_worker_bits"], eta: float = DEFAULTS["eta"],
+                 rho: float = DEFAULTS["rho"], initial_t: float = DEFAULTS["initial_t"],
+                 n_items: int = DEFAULTS["n_items"]):
         self.priorz = priorz
         self.learn_priorz = learn_priorz
         self.symmetric = symmetric
@@ -159,7 +163,8 @@ class BatchEM(_NominalModel):
     """Batch MAP-EM of the nominal label model (SPEC §E.3): Dawid-Skene confusion matrices with
     a Gaussian prior and hyperprior, learned class prior, optional item difficulty."""
 
-    def __init__(self, n_iter: int = 200, tol: float = 1e-6, **settings):
+    def __init__(self, n_iter: int = DEFAULTS["max_iters"], tol: float = DEFAULTS["tol"],
+                 **settings):
         super().__init__(**settings)
         self.n_iter = n_iter
         self.tol = tol
@@ -179,7 +184,8 @@ class BatchEM(_NominalModel):
 
 class OnlineEM(_NominalModel):
     """Online EM (SPEC §E.4) with hashed worker slots and the lazy hyperprior; ``partial_fit``
-    continues on new answers with the same model."""
+    continues on new answers with the same model.  ``labels_`` come from the model after the
+    passes; ``progressive_`` holds each item's progressive F-hat_i / n_i of the last pass."""
 
     def __init__(self, passes: int = 1, **settings):
         super().__init__(**settings)
@@ -199,8 +205,8 @@ class OnlineEM(_NominalModel):
                                  label_names=existing.config.label_names if existing else None)
         if existing is None:
             self.model_ = CrowdModel(self._config(prepared, "hash"))
-        result = run_online(prepared, self.model_, passes=self.passes)
-        self.progressive_ = result.f
-        self._publish_model(prepared, result.q)
+        self.progressive_ = run_online(prepared, self.model_, passes=self.passes).f
+        final = run_online(prepared, self.model_, test_only=True)  # labels from the final model
+        self._publish_model(prepared, final.q)
         return self
 

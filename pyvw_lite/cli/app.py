@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import typer
 
+from ..crowd.defaults import DEFAULTS
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
 
@@ -55,34 +57,38 @@ def crowd(
     final_model: str = typer.Option(None, "-f", "--final_model", help="save the model"),
     initial_model: str = typer.Option(None, "-i", "--initial_model",
                                       help="continue online EM from a saved model"),
-    n_items: int = typer.Option(0, "--n_items", help="online prior weight |I| (default: the "
+    n_items: int = typer.Option(DEFAULTS["n_items"], "--n_items", help="online prior weight |I| (default: the "
                                                      "number of items read)"),
     n_labels: int = typer.Option(None, "--n_labels", help="number of labels K (default: those "
                                                           "seen)"),
     priorz: str = typer.Option(None, "--priorz", help="class prior, comma-separated (normalised; "
                                                       "default uniform)"),
-    learn_priorz: bool = typer.Option(True, "--learn_priorz/--no_learn_priorz",
+    learn_priorz: bool = typer.Option(DEFAULTS["learn_priorz"], "--learn_priorz/--no_learn_priorz",
                                       help="learn the class prior (N(log priorz, 1) prior)"),
     symmetric: bool = typer.Option(False, "--symmetric", help="tie confusion logits (k,l) and (l,k)"),
-    nu: float = typer.Option(-2.0, "--nu", help="hyperprior mean of the off-diagonal logits"),
-    sigma_alpha: float = typer.Option(4.0, "--sigma_alpha", help="prior std of worker logits "
+    nu: float = typer.Option(DEFAULTS["nu"], "--nu", help="hyperprior mean of the off-diagonal logits"),
+    sigma_alpha: float = typer.Option(DEFAULTS["sigma_alpha"], "--sigma_alpha", help="prior std of worker logits "
                                                                  "around the hypermean"),
-    sigma_mu: float = typer.Option(3.0, "--sigma_mu", help="prior std of the hypermean around nu"),
-    sigma_b: float = typer.Option(0.0, "--sigma_b", help="prior std of item log-difficulty "
+    sigma_mu: float = typer.Option(DEFAULTS["sigma_mu"], "--sigma_mu", help="prior std of the hypermean around nu"),
+    sigma_b: float = typer.Option(DEFAULTS["sigma_b"], "--sigma_b", help="prior std of item log-difficulty "
                                                          "(0: no difficulty model)"),
-    kappa: float = typer.Option(0.0, "--kappa", help="prior mean of item log-difficulty"),
+    kappa: float = typer.Option(DEFAULTS["kappa"], "--kappa", help="prior mean of item log-difficulty"),
     no_hyper: bool = typer.Option(False, "--no_hyper", help="freeze the hypermean at nu"),
     worker_map: str = typer.Option(None, "--worker_map", help="hash (online default) or exact "
                                                                "(batch default)"),
-    n_worker_bits: int = typer.Option(16, "--n_worker_bits", help="2^bits worker slots"),
-    eta: float = typer.Option(10.0, "--eta", help="online learning rate eta0"),
-    rho: float = typer.Option(0.5, "--rho", help="online learning-rate decay power"),
-    initial_t: float = typer.Option(100.0, "--initial_t", help="online learning-rate offset t0"),
+    n_worker_bits: int = typer.Option(DEFAULTS["n_worker_bits"], "--n_worker_bits", help="2^bits worker slots"),
+    eta: float = typer.Option(DEFAULTS["eta"], "--eta", help="online learning rate eta0"),
+    rho: float = typer.Option(DEFAULTS["rho"], "--rho", help="online learning-rate decay power"),
+    initial_t: float = typer.Option(DEFAULTS["initial_t"], "--initial_t", help="online learning-rate offset t0"),
     passes: int = typer.Option(1, "--passes", help="online passes over the data"),
     test_only: bool = typer.Option(False, "-t", "--test_only", help="online: predict without "
                                                                     "learning"),
-    max_iters: int = typer.Option(200, "--max_iters", help="batch EM iteration cap"),
-    tol: float = typer.Option(1e-6, "--tol", help="batch EM relative objective tolerance"),
+    progressive: bool = typer.Option(False, "--progressive",
+                                     help="online: write each item's posterior from before its "
+                                          "own update in the last pass (default: the final "
+                                          "model's posteriors)"),
+    max_iters: int = typer.Option(DEFAULTS["max_iters"], "--max_iters", help="batch EM iteration cap"),
+    tol: float = typer.Option(DEFAULTS["tol"], "--tol", help="batch EM relative objective tolerance"),
     model_name: str = typer.Option("flass", "--model", help="the model (flass, the only one)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:
@@ -97,6 +103,7 @@ def crowd(
                        sigma_alpha=sigma_alpha, sigma_mu=sigma_mu, sigma_b=sigma_b, kappa=kappa,
                        no_hyper=no_hyper, worker_map=worker_map, n_worker_bits=n_worker_bits,
                        eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
+                       progressive=progressive,
                        max_iters=max_iters, tol=tol, quiet=quiet)
     raise typer.Exit(main(options))
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..crowd.defaults import DEFAULTS
 from ..io.crowd_input import CrowdData, CrowdInputError, label_index, read_answers, read_gold
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
@@ -27,26 +28,27 @@ class CrowdRun:
     workers: str | None = None
     final_model: str | None = None
     initial_model: str | None = None
-    n_items: int = 0
+    n_items: int = DEFAULTS["n_items"]
     n_labels: int | None = None
     priorz: str | None = None
-    learn_priorz: bool = True
-    symmetric: bool = False
-    nu: float = -2.0
-    sigma_alpha: float = 4.0
-    sigma_mu: float = 3.0
-    sigma_b: float = 0.0
-    kappa: float = 0.0
+    learn_priorz: bool = DEFAULTS["learn_priorz"]
+    symmetric: bool = DEFAULTS["symmetric"]
+    nu: float = DEFAULTS["nu"]
+    sigma_alpha: float = DEFAULTS["sigma_alpha"]
+    sigma_mu: float = DEFAULTS["sigma_mu"]
+    sigma_b: float = DEFAULTS["sigma_b"]
+    kappa: float = DEFAULTS["kappa"]
     no_hyper: bool = False
     worker_map: str | None = None
-    n_worker_bits: int = 16
-    eta: float = 10.0
-    rho: float = 0.5
-    initial_t: float = 100.0
+    n_worker_bits: int = DEFAULTS["n_worker_bits"]
+    eta: float = DEFAULTS["eta"]
+    rho: float = DEFAULTS["rho"]
+    initial_t: float = DEFAULTS["initial_t"]
     passes: int = 1
     test_only: bool = False
-    max_iters: int = 200
-    tol: float = 1e-6
+    progressive: bool = False
+    max_iters: int = DEFAULTS["max_iters"]
+    tol: float = DEFAULTS["tol"]
     quiet: bool = False
 
 
@@ -165,6 +167,8 @@ def run(run: CrowdRun) -> int:
                 bar.stop()
         progress.finish()
         q = result.q
+        if not (run.test_only or run.progressive):  # label every item with the final model
+            q = run_online(data, model, test_only=True).q
         summary += [f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
                     f"item counter t = {model.t}"]
     fit_seconds = time.perf_counter() - fit_started

@@ -1,9 +1,7 @@
 """The nominal label model's settings and state (SPEC §E.1), saved and loaded as a model file.
 
-Defaults differ from SPEC §E.1's on purpose, chosen by accuracy on the twelve shared crowd sets
-(see README): a wider worker prior (sigma_alpha 4, nu -2, sigma_mu 3), a learned class prior, no
-item-difficulty model (sigma_b 0; it cost accuracy there and ten times the time), and online
-eta0 10 with t0 100.  Every SPEC setting is one flag away.
+The defaults (``defaults.py``) differ from SPEC §E.1's on purpose; every SPEC setting is one flag
+away.
 
 Worker slots: ``exact`` gives every distinct worker its own slot (batch default); ``hash`` puts
 worker ``w`` in slot ``murmur3_32(w) mod 2**n_worker_bits`` (online default, SPEC §P.5), so memory
@@ -20,6 +18,7 @@ import numpy as np
 from .._version import __version__
 from ..io.crowd_input import CrowdData, hashed_slots
 from ..io.model_io import ModelData, ModelError, load_model, save_model
+from .defaults import DEFAULTS
 
 KIND = "crowd"
 
@@ -29,18 +28,18 @@ class CrowdConfig:
     n_labels: int
     label_names: list[str] = field(default_factory=list)
     priorz: list[float] = field(default_factory=list)  # normalised; empty = uniform
-    learn_priorz: bool = True
-    symmetric: bool = False
-    nu: float = -2.0  # off-diagonal hyperprior mean
-    sigma_alpha: float = 4.0
-    sigma_mu: float = 3.0  # 0 freezes mu at nu (--no_hyper)
-    sigma_b: float = 0.0  # 0 pins every item's difficulty at kappa (no difficulty model)
-    kappa: float = 0.0
+    learn_priorz: bool = DEFAULTS["learn_priorz"]
+    symmetric: bool = DEFAULTS["symmetric"]
+    nu: float = DEFAULTS["nu"]  # off-diagonal hyperprior mean
+    sigma_alpha: float = DEFAULTS["sigma_alpha"]
+    sigma_mu: float = DEFAULTS["sigma_mu"]  # 0 freezes mu at nu (--no_hyper)
+    sigma_b: float = DEFAULTS["sigma_b"]  # 0 pins every item's difficulty at kappa
+    kappa: float = DEFAULTS["kappa"]
     worker_map: str = "hash"  # hash | exact
-    n_worker_bits: int = 16
-    eta: float = 10.0
-    rho: float = 0.5
-    initial_t: float = 100.0
+    n_worker_bits: int = DEFAULTS["n_worker_bits"]
+    eta: float = DEFAULTS["eta"]
+    rho: float = DEFAULTS["rho"]
+    initial_t: float = DEFAULTS["initial_t"]
     n_items: int = 0  # online prior weight |I|; 0 = the number of items in the input
 
     def __post_init__(self):
