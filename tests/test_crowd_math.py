@@ -83,7 +83,6 @@ def test_E7_lazy_equals_dense_when_mu_is_frozen():
     config = CrowdConfig(n_labels=K, eta=1.0, rho=0.6, initial_t=5.0, sigma_mu=0.0, nu=-1.0,
                          sigma_alpha=1.0)
     model = CrowdModel(config, n_slots=4)
-    _, param_k, param_l = model.layout
     lazy = model.alpha
     lazy[:, 0, 1] = [0.5, -1.0, 2.0, 0.0]
     dense = lazy.copy()
@@ -93,13 +92,11 @@ def test_E7_lazy_equals_dense_when_mu_is_frozen():
         fraction = kernels.decay_fraction(t - 1.0, float(t), 1.0, 0.6, 5.0, 20.0, 1.0)
         dense[:, 0, 1] += fraction * (mu[0, 1] - dense[:, 0, 1])
         m = int(rng.integers(4))
-        kernels.catch_up(lazy, mu, m, stamp, t, 1.0, 0.6, 5.0, 20.0, 1.0, 0.0, param_k, param_l,
-                         False)
+        kernels.catch_up(lazy, mu, m, stamp, t, 1.0, 0.6, 5.0, 20.0, 1.0, 0.0, False)
         push = rng.normal() * 0.1
         lazy[m, 0, 1] += push
         dense[m, 0, 1] += push
-    kernels.catch_up_all(lazy, mu, stamp, 199, 1.0, 0.6, 5.0, 20.0, 1.0, 0.0, param_k, param_l,
-                         False)
+    kernels.catch_up_all(lazy, mu, stamp, 199, 1.0, 0.6, 5.0, 20.0, 1.0, 0.0, False)
     assert np.max(np.abs(lazy - dense)) < 1e-12
 
 
@@ -178,7 +175,7 @@ def item_F(alpha, data, i, b, q, log_prior, kappa=0.0, sigma_b=1.0):
     LL, D1, D2 = np.empty(K), np.empty(K), np.empty(K)
     probs = np.empty((data.ratings_per_item()[i], K, K))
     kernels._item_terms(alpha, data.item_start[i], data.item_start[i + 1], data.rating_worker,
-                        data.rating_label, math.exp(b), K, LL, D1, D2, probs)
+                        data.rating_label, math.exp(b), K, LL, D1, D2, probs, True)
     entropy = -sum(value * math.log(value) for value in q if value > 0)
     return float(q @ (log_prior + LL)) + entropy - 0.5 * ((b - kappa) / sigma_b) ** 2
 

@@ -30,7 +30,8 @@ RESOLUTION = 1e-14  # relative: gains and steps below this are rounding, not pro
 
 
 @kernel(inline="always")
-def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs):
+def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs,
+                moments):
     """Per true class k: LL = sum_j log P(l_j|k), D1 = g'(beta) terms, D2 = -g''(beta) terms.
 
     ``probs[j, k, :]`` receives P(. | k) of the item's j-th rating, which the online gradient
@@ -53,16 +54,18 @@ def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D
                 e = math.exp(beta * alpha[m, k, l] - top)
                 probs[j, k, l] = e
                 total += e
-            first = 0.0
-            second = 0.0
+            inverse = 1.0 / total
             for l in range(K):
-                p = probs[j, k, l] / total
-                probs[j, k, l] = p
-                first += p * alpha[m, k, l]
-                second += p * alpha[m, k, l] * alpha[m, k, l]
+                probs[j, k, l] *= inverse
             LL[k] += beta * alpha[m, k, label] - top - math.log(total)
-            D1[k] += alpha[m, k, label] - first
-            D2[k] += max(second - first * first, 0.0)
+            if moments:  # only the b-step needs them
+                first = 0.0
+                second = 0.0
+                for l in range(K):
+                    first += probs[j, k, l] * alpha[m, k, l]
+                    second += probs[j, k, l] * alpha[m, k, l] * alpha[m, k, l]
+                D1[k] += alpha[m, k, label] - first
+                D2[k] += max(second - first * first, 0.0)
 
 
 @kernel(inline="always")
@@ -123,7 +126,7 @@ def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b
                 break
             cand_beta = math.exp(candidate)
             _item_terms(alpha, start, end, rating_slot, rating_label, cand_beta, K, LL, D1, D2,
-                        probs)
+                        probs, True)
             cand_G = _expected(q, LL, K) - 0.5 * (candidate - kappa) ** 2 * inv_var
             if cand_G >= G:
                 accepted = True
@@ -131,7 +134,8 @@ def b_step(alpha, start, end, rating_slot, rating_label, K, q, b, kappa, sigma_b
                 break
             step *= 0.5
         if not accepted:
-            _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs)
+            _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs,
+                        True)
             break
         if b == B_CLAMP or b == -B_CLAMP:
             break
@@ -148,7 +152,8 @@ def item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior, go
     (b, F-hat after the first E-step, F-hat at the end); ``q`` holds the final posterior.
     """
     prior_term = 0.5 * ((b - kappa) / sigma_b) ** 2 if sigma_b > 0.0 else 0.0
-    _item_terms(alpha, start, end, rating_slot, rating_label, math.exp(b), K, LL, D1, D2, probs)
+    _item_terms(alpha, start, end, rating_slot, rating_label, math.exp(b), K, LL, D1, D2, probs,
+                sigma_b > 0.0)
     first = _posterior(LL, log_prior, gold, K, q) - prior_term
     current = first
     if sigma_b <= 0.0:
@@ -544,35 +549,53 @@ def decay_fraction(s, t, eta0, rho, t0, n_items, sigma_alpha):
     return -math.expm1(-rate * integral)
 
 
+@kernel(inline="always")
+def _move_slot(alpha, mu, m, step, mu_share, symmetric):
+    """alpha[m] += step on the free cells (a tied pair moves by the sum of its two cells),
+    each change propagated to the hypermean (SPEC §E.6)."""
+    K = alpha.shape[1]
+    for k in range(K):
+        for l in range(K):
+            if l == k or (symmetric and l < k):
+                continue
+            delta = step[k, l] + step[l, k] if symmetric else step[k, l]
+            alpha[m, k, l] += delta
+            mu[k, l] += delta * mu_share
+            if symmetric:
+                alpha[m, l, k] = alpha[m, k, l]
+                mu[l, k] = mu[k, l]
+
+
 @kernel
-def catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, param_k,
-             param_l, symmetric):
+def catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, symmetric):
     """Apply the prior decay slot m missed since its last write, propagating each change to mu."""
     fraction = decay_fraction(float(stamp[m]), float(t), eta0, rho, t0, n_items, sigma_alpha)
     stamp[m] = t
     if fraction == 0.0:
         return
-    for p in range(param_k.size):
-        k, l = param_k[p], param_l[p]
-        delta = fraction * (mu[k, l] - alpha[m, k, l])
-        _set_param(alpha, m, p, alpha[m, k, l] + delta, param_k, param_l, symmetric)
-        mu[k, l] += delta * mu_share
-        if symmetric:
-            mu[l, k] = mu[k, l]
+    K = alpha.shape[1]
+    for k in range(K):
+        for l in range(K):
+            if l == k or (symmetric and l < k):
+                continue
+            delta = fraction * (mu[k, l] - alpha[m, k, l])
+            alpha[m, k, l] += delta
+            mu[k, l] += delta * mu_share
+            if symmetric:
+                alpha[m, l, k] = alpha[m, k, l]
+                mu[l, k] = mu[k, l]
 
 
 @kernel
 def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, gold, log_prior,
               theta, learn_prior, base_log_prior, eta0, rho, t0, n_items, kappa, sigma_b,
-              sigma_alpha, mu_share, cell_param, param_k, param_l, symmetric, test_only,
-              q_out, b_out, f_out):
+              sigma_alpha, mu_share, symmetric, test_only, q_out, b_out, f_out):
     """SPEC §E.4 over a run of item blocks in stream order; returns the new item counter t.
 
     ``q_out``, ``b_out`` and ``f_out`` (= F-hat_i / n_i, the progressive-validation value) receive
     each item's results.  ``log_prior`` is updated in place when ``learn_prior``.
     """
     K = alpha.shape[1]
-    P = param_k.size
     t = t_start
     LL = np.empty(K)
     D1 = np.empty(K)
@@ -581,7 +604,7 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
     longest = 0
     for i in range(item_start.size - 1):
         longest = max(longest, item_start[i + 1] - item_start[i])
-    deltas = np.empty((longest, P))
+    deltas = np.empty((longest, K, K))
     rating_probs = np.empty((longest, K, K))
     for i in range(item_start.size - 1):
         start, end = item_start[i], item_start[i + 1]
@@ -592,7 +615,7 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
                 m = rating_slot[r]
                 if stamp[m] != t:
                     catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha,
-                             mu_share, param_k, param_l, symmetric)
+                             mu_share, symmetric)
         q = q_out[i]
         b, _, value = item_inner_em(alpha, start, end, rating_slot, rating_label, K, log_prior,
                                     gold[i], kappa, kappa, sigma_b, 50, q, LL, D1, D2,
@@ -604,25 +627,14 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
         beta = math.exp(b)
         for j in range(end - start):  # the gradient at the pre-update alpha, from the E-step
             label = rating_label[start + j]
-            for p in range(P):
-                deltas[j, p] = 0.0
             for k in range(K):
-                if q[k] <= 0.0:
-                    continue
                 scale = eta * q[k] * beta
                 for l in range(K):
-                    p = cell_param[k, l]
-                    if p >= 0:
-                        deltas[j, p] += scale * ((1.0 if l == label else 0.0) - rating_probs[j, k, l])
+                    indicator = 1.0 if l == label else 0.0
+                    deltas[j, k, l] = 0.0 if l == k else scale * (indicator - rating_probs[j, k, l])
         for j in range(end - start):
             m = rating_slot[start + j]
-            for p in range(P):
-                k, l = param_k[p], param_l[p]
-                _set_param(alpha, m, p, alpha[m, k, l] + deltas[j, p], param_k, param_l,
-                           symmetric)
-                mu[k, l] += deltas[j, p] * mu_share
-                if symmetric:
-                    mu[l, k] = mu[k, l]
+            _move_slot(alpha, mu, m, deltas[j], mu_share, symmetric)
             stamp[m] = t
         if learn_prior and gold[i] < 0:
             top = theta.max()
@@ -642,10 +654,9 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
 
 
 @kernel
-def catch_up_all(alpha, mu, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, param_k,
-                 param_l, symmetric):
+def catch_up_all(alpha, mu, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share, symmetric):
     """End of stream: bring every written slot up to t (untouched slots stay at nu)."""
     for m in range(alpha.shape[0]):
         if 0 < stamp[m] < t:
             catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share,
-                     param_k, param_l, symmetric)
+                     symmetric)

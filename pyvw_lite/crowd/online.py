@@ -46,7 +46,6 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
         rating_slot = np.where(rating_slot < 0, model.n_slots, rating_slot)
     stamp = model.stamp if alpha is model.alpha else np.append(model.stamp, 0)
     n_items = float(config.n_items or data.n_items)
-    cell_param, param_k, param_l = model.layout
     theta = model.theta
     log_prior = theta - theta.max()
     log_prior -= np.log(np.exp(log_prior).sum())
@@ -62,14 +61,14 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
                 alpha, model.mu, stamp, model.t, data.item_start[first:last + 1], rating_slot,
                 data.rating_label, data.gold[first:last], log_prior, theta, config.learn_priorz,
                 config.log_priorz, config.eta, config.rho, config.initial_t, n_items, config.kappa,
-                config.sigma_b, config.sigma_alpha, mu_share, cell_param, param_k, param_l,
-                config.symmetric, test_only, q[first:last], b[first:last], f[first:last])
+                config.sigma_b, config.sigma_alpha, mu_share, config.symmetric, test_only,
+                q[first:last], b[first:last], f[first:last])
             if report is not None:
                 report(first, f[first:last], q[first:last].argmax(axis=1))
     if test_only:
         model.t = t_before  # a test-only run leaves the model as it found it
     else:
         kernels.catch_up_all(alpha, model.mu, stamp, model.t, config.eta, config.rho,
-                             config.initial_t, n_items, config.sigma_alpha, mu_share, param_k,
-                             param_l, config.symmetric)
+                             config.initial_t, n_items, config.sigma_alpha, mu_share,
+                             config.symmetric)
     return OnlineResult(q=q, b=b, f=f, passes=passes, seconds=time.perf_counter() - started)
