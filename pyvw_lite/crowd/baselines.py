@@ -11,6 +11,7 @@ import numpy as np
 
 from ..io.crowd_input import CrowdData
 from ..jit import kernel
+from .kernels import softmax_into
 
 
 @kernel
@@ -73,15 +74,10 @@ def _one_coin(item_start, rating_worker, rating_label, gold, K, n_workers, q, ma
                 wrong = math.log((1.0 - accuracy[w]) / (K - 1))
                 for k in range(K):
                     log_q[k] += right if k == rating_label[r] else wrong
-            top = log_q.max()
-            norm = 0.0
+            softmax_into(log_q, log_q)
             for k in range(K):
-                log_q[k] = math.exp(log_q[k] - top)
-                norm += log_q[k]
-            for k in range(K):
-                value = log_q[k] / norm
-                change = max(change, abs(value - q[i, k]))
-                q[i, k] = value
+                change = max(change, abs(log_q[k] - q[i, k]))
+                q[i, k] = log_q[k]
         if change < tol:
             break
     return iterations

@@ -30,6 +30,22 @@ RESOLUTION = 1e-14  # relative: gains and steps below this are rounding, not pro
 
 
 @kernel(inline="always")
+def _row_softmax(alpha, m, k, beta, out):
+    """out = softmax(beta * alpha[m, k, :]), P(answer | truth k); returns the log normaliser."""
+    K = alpha.shape[1]
+    top = 0.0  # the pinned diagonal contributes beta * 0
+    for l in range(K):
+        top = max(top, beta * alpha[m, k, l])
+    total = 0.0
+    for l in range(K):
+        out[l] = math.exp(beta * alpha[m, k, l] - top)
+        total += out[l]
+    for l in range(K):
+        out[l] /= total
+    return top + math.log(total)
+
+
+@kernel(inline="always")
 def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D2, probs,
                 moments):
     """Per true class k: LL = sum_j log P(l_j|k), D1 = g'(beta) terms, D2 = -g''(beta) terms.
@@ -46,18 +62,7 @@ def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D
         label = rating_label[r]
         j = r - start
         for k in range(K):
-            top = 0.0  # the pinned diagonal contributes beta * 0
-            for l in range(K):
-                top = max(top, beta * alpha[m, k, l])
-            total = 0.0
-            for l in range(K):
-                e = math.exp(beta * alpha[m, k, l] - top)
-                probs[j, k, l] = e
-                total += e
-            inverse = 1.0 / total
-            for l in range(K):
-                probs[j, k, l] *= inverse
-            LL[k] += beta * alpha[m, k, label] - top - math.log(total)
+            LL[k] += beta * alpha[m, k, label] - _row_softmax(alpha, m, k, beta, probs[j, k])
             if moments:  # only the b-step needs them
                 first = 0.0
                 second = 0.0
@@ -69,6 +74,19 @@ def _item_terms(alpha, start, end, rating_slot, rating_label, beta, K, LL, D1, D
 
 
 @kernel(inline="always")
+def softmax_into(values, out):
+    """out = softmax(values) (out may be values); returns log sum exp(values)."""
+    top = values.max()
+    total = 0.0
+    for k in range(values.size):
+        out[k] = math.exp(values[k] - top)
+        total += out[k]
+    for k in range(values.size):
+        out[k] /= total
+    return top + math.log(total)
+
+
+@kernel(inline="always")
 def _posterior(LL, log_prior, gold, K, q):
     """E-step (exact maximiser over the simplex, SPEC §E.3 step 4); returns F without the b prior."""
     if gold >= 0:
@@ -76,18 +94,9 @@ def _posterior(LL, log_prior, gold, K, q):
             q[k] = 0.0
         q[gold] = 1.0
         return LL[gold]
-    top = -np.inf
     for k in range(K):
-        v = log_prior[k] + LL[k]
-        if v > top:
-            top = v
-    total = 0.0
-    for k in range(K):
-        q[k] = math.exp(log_prior[k] + LL[k] - top)
-        total += q[k]
-    for k in range(K):
-        q[k] /= total
-    return top + math.log(total)  # = sum_k q (log P + LL) + H(q) at the posterior
+        q[k] = log_prior[k] + LL[k]
+    return softmax_into(q, q)  # = sum_k q (log P + LL) + H(q) at the posterior
 
 
 @kernel(inline="always")
@@ -240,14 +249,9 @@ def log_likelihood_table(alpha, beta):
     M, K, _ = alpha.shape
     table = np.empty_like(alpha)
     for m in prange(M):
+        scratch = np.empty(K)
         for k in range(K):
-            top = 0.0
-            for l in range(K):
-                top = max(top, beta * alpha[m, k, l])
-            total = 0.0
-            for l in range(K):
-                total += math.exp(beta * alpha[m, k, l] - top)
-            log_total = top + math.log(total)
+            log_total = _row_softmax(alpha, m, k, beta, scratch)
             for l in range(K):
                 table[m, l, k] = beta * alpha[m, k, l] - log_total
     return table
@@ -274,18 +278,9 @@ def _slot_objective(alpha, mu, m, obs_start, obs_end, obs_row, obs_label, weight
             w = weights[row, k]
             if w <= 0.0:
                 continue
-            top = 0.0
-            for l in range(K):
-                top = max(top, beta * alpha[m, k, l])
-            total = 0.0
-            for l in range(K):
-                probs[l] = math.exp(beta * alpha[m, k, l] - top)
-                total += probs[l]
-            value += w * (beta * alpha[m, k, label] - top - math.log(total))
+            value += w * (beta * alpha[m, k, label] - _row_softmax(alpha, m, k, beta, probs))
             if not want_derivatives:
                 continue
-            for l in range(K):
-                probs[l] /= total
             wb = w * beta
             wbb = wb * beta
             for l in range(K):
@@ -417,24 +412,20 @@ def alpha_step(alpha, mu, obs_start, obs_row, obs_label, weights, betas, cell_pa
 
 
 @kernel(inline="always")
-def _row_value(alpha, mu, m, k, counts, beta, inv_var):
+def _row_value(alpha, mu, m, k, counts, beta, inv_var, scratch):
     """One confusion row's objective from its answer counts (every beta equal)."""
     K = alpha.shape[1]
-    top = 0.0
-    for l in range(K):
-        top = max(top, beta * alpha[m, k, l])
-    total = 0.0
+    log_total = _row_softmax(alpha, m, k, beta, scratch)
     linear = 0.0
     n = 0.0
     prior = 0.0
     for l in range(K):
-        total += math.exp(beta * alpha[m, k, l] - top)
         linear += counts[l] * beta * alpha[m, k, l]
         n += counts[l]
         if l != k:
             d = alpha[m, k, l] - mu[k, l]
             prior += d * d
-    return linear - n * (top + math.log(total)) - 0.5 * prior * inv_var
+    return linear - n * log_total - 0.5 * prior * inv_var
 
 
 @kernel(parallel=True)
@@ -460,17 +451,9 @@ def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters
             for l in range(K):
                 counts[l] = label_sums[m * K + l, k]
                 n += counts[l]
-            value = _row_value(alpha, mu, m, k, counts, beta, inv_var)
+            value = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
             for _ in range(newton_iters):
-                top = 0.0
-                for l in range(K):
-                    top = max(top, beta * alpha[m, k, l])
-                total = 0.0
-                for l in range(K):
-                    probs[l] = math.exp(beta * alpha[m, k, l] - top)
-                    total += probs[l]
-                for l in range(K):
-                    probs[l] /= total
+                _row_softmax(alpha, m, k, beta, probs)
                 # the pinned diagonal keeps its row and column as an identity: step 0 there
                 for l in range(K):
                     if l == k:
@@ -499,7 +482,7 @@ def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters
                 for _ in range(HALVINGS):
                     for l in range(K):
                         alpha[m, k, l] = old[l] + scale * step[l]
-                    candidate = _row_value(alpha, mu, m, k, counts, beta, inv_var)
+                    candidate = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
                     if candidate >= value:
                         value = candidate
                         accepted = True
@@ -549,16 +532,21 @@ def decay_fraction(s, t, eta0, rho, t0, n_items, sigma_alpha):
     return -math.expm1(-rate * integral)
 
 
+NO_STEP = np.zeros((0, 0))
+
+
 @kernel(inline="always")
-def _move_slot(alpha, mu, m, step, mu_share, symmetric):
-    """alpha[m] += step on the free cells (a tied pair moves by the sum of its two cells),
-    each change propagated to the hypermean (SPEC §E.6)."""
+def _move_slot(alpha, mu, m, fraction, step, mu_share, symmetric):
+    """Move slot m's free cells ``fraction`` of the way to mu, then by ``step`` (a tied pair moves
+    by the sum of its two cells); each change propagates to the hypermean (SPEC §E.6)."""
     K = alpha.shape[1]
     for k in range(K):
         for l in range(K):
             if l == k or (symmetric and l < k):
                 continue
-            delta = step[k, l] + step[l, k] if symmetric else step[k, l]
+            delta = fraction * (mu[k, l] - alpha[m, k, l])
+            if step.shape[0] > 0:
+                delta += step[k, l] + step[l, k] if symmetric else step[k, l]
             alpha[m, k, l] += delta
             mu[k, l] += delta * mu_share
             if symmetric:
@@ -571,19 +559,8 @@ def catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_sha
     """Apply the prior decay slot m missed since its last write, propagating each change to mu."""
     fraction = decay_fraction(float(stamp[m]), float(t), eta0, rho, t0, n_items, sigma_alpha)
     stamp[m] = t
-    if fraction == 0.0:
-        return
-    K = alpha.shape[1]
-    for k in range(K):
-        for l in range(K):
-            if l == k or (symmetric and l < k):
-                continue
-            delta = fraction * (mu[k, l] - alpha[m, k, l])
-            alpha[m, k, l] += delta
-            mu[k, l] += delta * mu_share
-            if symmetric:
-                alpha[m, l, k] = alpha[m, k, l]
-                mu[l, k] = mu[k, l]
+    if fraction != 0.0:
+        _move_slot(alpha, mu, m, fraction, NO_STEP, mu_share, symmetric)
 
 
 @kernel
@@ -634,22 +611,15 @@ def online_em(alpha, mu, stamp, t_start, item_start, rating_slot, rating_label, 
                     deltas[j, k, l] = 0.0 if l == k else scale * (indicator - rating_probs[j, k, l])
         for j in range(end - start):
             m = rating_slot[start + j]
-            _move_slot(alpha, mu, m, deltas[j], mu_share, symmetric)
+            _move_slot(alpha, mu, m, 0.0, deltas[j], mu_share, symmetric)
             stamp[m] = t
         if learn_prior and gold[i] < 0:
-            top = theta.max()
-            total = 0.0
+            softmax_into(theta, probs)
             for k in range(K):
-                probs[k] = math.exp(theta[k] - top)
-                total += probs[k]
+                theta[k] += eta * (q[k] - probs[k] + (base_log_prior[k] - theta[k]) / n_items)
+            log_total = softmax_into(theta, probs)
             for k in range(K):
-                theta[k] += eta * (q[k] - probs[k] / total + (base_log_prior[k] - theta[k]) / n_items)
-            top = theta.max()
-            total = 0.0
-            for k in range(K):
-                total += math.exp(theta[k] - top)
-            for k in range(K):
-                log_prior[k] = theta[k] - top - math.log(total)
+                log_prior[k] = theta[k] - log_total
     return t
 
 
