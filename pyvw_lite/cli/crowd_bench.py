@@ -84,24 +84,40 @@ def peer_python_default() -> str | None:
     return sys.executable if probe.returncode == 0 else None
 
 
+def _dataset(workdir: str, tasks: int, workers: int, seed: int, out) -> tuple[str, str]:
+    from ..synthetic import crowd_answers
+    folder = os.path.join(workdir, f"crowd_{tasks}_{workers}_{seed}")
+    answers = os.path.join(folder, "answers.csv")
+    truth = os.path.join(folder, "truth.csv")
+    if not os.path.exists(truth):
+        os.makedirs(folder, exist_ok=True)
+        out.write(f"generating {tasks:,} tasks x 5 answers, K = 5, {workers:,} workers "
+                  f"(seed {seed}) ...\n")
+        crowd_answers(n_tasks=tasks, n_workers=workers, seed=seed).write(answers, truth)
+    return answers, truth
+
+
 def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 12345,
                     peer_python: str | None = None, workdir: str | None = None,
-                    peer_sizes=(100_000,), out=sys.stdout) -> list[dict]:
-    from ..synthetic import crowd_answers
+                    peer_sizes=(100_000,), many_workers: int = 200_000,
+                    out=sys.stdout) -> list[dict]:
+    """Batch and online EM (and the peer where asked) at each size with 2,000 workers; then
+    online EM at the first size with ``many_workers`` distinct workers, to show that its
+    worker table (and memory) does not grow with them."""
     own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-crowd-bench-")
     os.makedirs(workdir, exist_ok=True)
     rows = []
     try:
+        if many_workers:
+            answers, truth = _dataset(workdir, sizes[0], many_workers, seed, out)
+            runs = [_run([sys.executable, "-c", OURS_RUNNER, "online", answers, truth])
+                    for _ in range(repeat)]
+            row = dict(runs[-1], tasks=sizes[0], method=f"online, {many_workers:,} workers",
+                       seconds=statistics.median(run["seconds"] for run in runs))
+            rows.append(row)
         for tasks in sizes:
-            folder = os.path.join(workdir, f"crowd_{tasks}_{seed}")
-            answers = os.path.join(folder, "answers.csv")
-            truth = os.path.join(folder, "truth.csv")
-            if not os.path.exists(truth):
-                os.makedirs(folder, exist_ok=True)
-                out.write(f"generating {tasks:,} tasks x 5 answers, K = 5, 2,000 workers "
-                          f"(seed {seed}) ...\n")
-                crowd_answers(n_tasks=tasks, seed=seed).write(answers, truth)
+            answers, truth = _dataset(workdir, tasks, 2_000, seed, out)
             measured = {"batch": [], "online": [], "peer": []}
             use_peer = peer_python is not None and tasks in peer_sizes
             for _ in range(repeat):
@@ -114,13 +130,12 @@ def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 123
                 if not runs:
                     continue
                 row = dict(runs[-1])
-                row.update(tasks=tasks, method={"batch": "pyvw-lite batch EM",
-                                                "online": "pyvw-lite online EM",
+                row.update(tasks=tasks, method={"batch": "batch EM", "online": "online EM",
                                                 "peer": "crowd-kit DawidSkene"}[mode],
                            seconds=statistics.median(run["seconds"] for run in runs),
                            all_seconds=[run["seconds"] for run in runs])
                 rows.append(row)
-            report(rows[-len([m for m in measured.values() if m]):], out)
+        report(rows, out)
         return rows
     finally:
         if own_dir:
@@ -128,13 +143,17 @@ def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 123
 
 
 def report(rows: list[dict], out=sys.stdout) -> None:
-    peer = next((row for row in rows if row["method"].startswith("crowd-kit")), None)
-    out.write(f"{'tasks':>9} {'method':<22} {'fit s':>8} {'ratings/s':>12} {'accuracy':>9} "
-              f"{'iters':>6} {'speed-up':>9}\n")
+    out.write(f"{'tasks':>9} {'method':<28} {'fit s':>8} {'ratings/s':>12} {'accuracy':>9} "
+              f"{'iters':>6} {'speed-up':>9} {'table MB':>9} {'max RSS MB':>11}\n")
     for row in rows:
+        peer = next((other for other in rows if other["tasks"] == row["tasks"]
+                     and other["method"].startswith("crowd-kit")), None)
         speedup = peer["seconds"] / row["seconds"] if peer and row is not peer else float("nan")
-        out.write(f"{row['tasks']:>9,} {row['method']:<22} {row['seconds']:>8.3f} "
+        table = row.get("table_bytes")
+        out.write(f"{row['tasks']:>9,} {row['method']:<28} {row['seconds']:>8.3f} "
                   f"{row['ratings'] / row['seconds']:>12,.0f} {row['accuracy']:>9.4f} "
-                  f"{row.get('iterations', '') or '':>6} {speedup:>9.1f}\n")
+                  f"{row.get('iterations', '') or '':>6} {speedup:>9.1f} "
+                  f"{table / 2**20 if table else float('nan'):>9.1f} "
+                  f"{row.get('max_rss_mb', float('nan')):>11.0f}\n")
     out.write("fit s: median wall seconds of the fit alone (loading excluded); speed-up = "
-              "crowd-kit's fit time / ours\n")
+              "crowd-kit's fit time / ours; 2,000 workers unless said\n")

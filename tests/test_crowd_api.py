@@ -1,0 +1,100 @@
+"""The crowd-kit-style Python API: input forms, fitted attributes, partial_fit, hashed memory."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyvw_lite.api.crowd import BatchEM, MajorityVote, OneCoinDawidSkene, OnlineEM
+from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
+from pyvw_lite.crowd.online import run_online
+from pyvw_lite.io.crowd_input import from_arrays
+from pyvw_lite.synthetic import crowd_answers
+
+
+@pytest.fixture(scope="module")
+def frame():
+    data = crowd_answers(n_tasks=400, answers_per_task=5, n_workers=30, classes=3, seed=5)
+    names = np.array(["cat", "dog", "emu"])
+    answers = pd.DataFrame({"task": [f"t{t}" for t in data.tasks],
+                            "worker": [f"w{w}" for w in data.workers],
+                            "label": names[data.labels]})
+    truth = pd.Series(names[data.truth], index=[f"t{t}" for t in range(400)], name="label")
+    return answers, truth
+
+
+@pytest.mark.parametrize("aggregator", [BatchEM, OnlineEM, MajorityVote, OneCoinDawidSkene])
+def test_pandas_in_pandas_out(frame, aggregator):
+    answers, truth = frame
+    model = aggregator()
+    labels = model.fit_predict(answers)
+    assert isinstance(labels, pd.Series) and labels.index.name == "task"
+    assert set(labels.index) == set(answers.task)
+    assert (labels.reindex(truth.index) == truth).mean() > 0.7
+    probas = model.probas_
+    assert list(probas.columns) == ["cat", "dog", "emu"]
+    np.testing.assert_allclose(probas.sum(axis=1), 1.0, atol=1e-9)
+    assert (probas.idxmax(axis=1) == labels).all()
+
+
+def test_arrays_in_arrays_out_and_numeric_labels_stay_numbers():
+    answers = {"task": [1, 1, 1, 2, 2, 2], "worker": ["u", "v", "w"] * 2,
+               "label": [3, 3, 7, 7, 7, 3]}
+    model = BatchEM().fit(answers)
+    assert model.labels_.tolist() == [3, 7]
+    assert isinstance(model.labels_, np.ndarray) and model.probas_.shape == (2, 2)
+    assert model.errors_.shape == (3, 2, 2)  # worker x truth x answer
+    np.testing.assert_allclose(model.errors_.sum(axis=2), 1.0)
+
+
+def test_errors_priors_and_history(frame):
+    answers, _ = frame
+    model = BatchEM().fit(answers)
+    errors = model.errors_
+    assert errors.index.names == ["worker", "label"] and list(errors.columns) == ["cat", "dog", "emu"]
+    assert len(errors) == 30 * 3
+    assert model.priors_.sum() == pytest.approx(1.0)
+    history = model.loss_history_
+    assert len(history) >= 2 and all(b <= a + 1e-9 * abs(a) for a, b in zip(history, history[1:]))
+
+
+def test_true_labels_fix_gold_items(frame):
+    answers, truth = frame
+    flipped = truth.iloc[:20].map({"cat": "dog", "dog": "emu", "emu": "cat"})
+    labels = BatchEM().fit_predict(answers, true_labels=flipped)
+    assert (labels.reindex(flipped.index) == flipped).all()
+
+
+def test_partial_fit_continues_the_same_model(frame):
+    answers, truth = frame
+    first, second = answers.iloc[:1000], answers.iloc[1000:]
+    model = OnlineEM()
+    model.partial_fit(first)
+    t_after_first = model.model_.t
+    model.partial_fit(second)
+    assert model.model_.t == t_after_first + second.task.nunique()
+    labels = model.labels_  # the tasks of the latest call
+    assert set(labels.index) == set(second.task)
+    assert (labels == truth.reindex(labels.index)).mean() > 0.7
+    with pytest.raises(ValueError, match="unknown label 'yak'"):
+        model.partial_fit(pd.DataFrame({"task": ["z"], "worker": ["w1"], "label": ["yak"]}))
+
+
+def test_missing_column_is_a_clear_error():
+    with pytest.raises(ValueError, match="missing 'worker'"):
+        BatchEM().fit(pd.DataFrame({"task": [1], "label": [1]}))
+
+
+def test_hashed_online_memory_does_not_grow_with_workers():
+    sizes = []
+    for workers in (50, 20_000):
+        data = crowd_answers(n_tasks=2_000, answers_per_task=5, n_workers=workers, classes=4,
+                             seed=9)
+        prepared = from_arrays(data.tasks, data.workers, data.labels)
+        model = CrowdModel(CrowdConfig(n_labels=4, label_names=prepared.label_names,
+                                       n_worker_bits=12))
+        result = run_online(prepared, model)
+        assert np.isfinite(result.f).all() and np.isfinite(model.alpha).all()
+        assert model.worker_slot == {}  # hashing keeps no per-worker state
+        sizes.append(model.alpha.nbytes + model.stamp.nbytes + model.mu.nbytes + model.theta.nbytes)
+    assert sizes[0] == sizes[1] == (4096 * 16 + 4096 + 16 + 4) * 8
