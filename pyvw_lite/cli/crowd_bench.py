@@ -148,7 +148,8 @@ def report(rows: list[dict], out=sys.stdout) -> None:
     for row in rows:
         peer = next((other for other in rows if other["tasks"] == row["tasks"]
                      and other["method"].startswith("crowd-kit")), None)
-        speedup = peer["seconds"] / row["seconds"] if peer and row is not peer else float("nan")
+        comparable = peer and row is not peer and "workers" not in row["method"]
+        speedup = peer["seconds"] / row["seconds"] if comparable else float("nan")
         table = row.get("table_bytes")
         out.write(f"{row['tasks']:>9,} {row['method']:<28} {row['seconds']:>8.3f} "
                   f"{row['ratings'] / row['seconds']:>12,.0f} {row['accuracy']:>9.4f} "

@@ -89,6 +89,7 @@ class _BatchFit:
         M = self.model.n_slots
         counts = np.bincount(self.rating_slot, minlength=M)
         self.used = counts > 0
+        self.rating_row = self.rating_slot * K + data.rating_label  # (slot, answer) rows
         if config.sigma_b > 0.0:  # per-rating observations by slot, for the difficulty model
             slot_rating = np.argsort(self.rating_slot, kind="stable")
             self.obs_start = np.zeros(M + 1, dtype=np.int64)
@@ -125,7 +126,7 @@ class _BatchFit:
         else:
             table = kernels.log_likelihood_table(model.alpha, math.exp(c.kappa))
             items, self.label_sums, self.class_mass = kernels.batch_items_fixed_beta(
-                table, data.item_start, self.rating_slot, data.rating_label, self.K,
+                table.reshape(-1, self.K), data.item_start, self.rating_row, self.K,
                 self.log_prior, data.gold, 0.0, self.q, self.chunks)
         _, param_k, param_l = model.layout
         objective = items + kernels.prior_log_density(model.alpha, model.mu, model.nu, self.used,
@@ -143,7 +144,7 @@ class _BatchFit:
                                param_l, c.symmetric, c.sigma_alpha, 1)
         elif not c.symmetric:
             kernels.alpha_rows_step(model.alpha, model.mu, self.label_sums, self.used,
-                                    math.exp(c.kappa), c.sigma_alpha, 30)
+                                    math.exp(c.kappa), c.sigma_alpha, 2)
         else:
             kernels.alpha_step(model.alpha, model.mu, self.compressed_start, self.compressed_row,
                                self.compressed_label, self.label_sums, self.fixed_beta,

@@ -201,39 +201,40 @@ def batch_items(alpha, item_start, rating_slot, rating_label, K, log_prior, gold
 
 
 @kernel(parallel=True)
-def batch_items_fixed_beta(log_table, item_start, rating_slot, rating_label, K, log_prior, gold,
-                           b_prior_term, q, n_chunks):
+def batch_items_fixed_beta(log_table, item_start, rating_row, K, log_prior, gold, b_prior_term, q,
+                           n_chunks):
     """E-step with every beta equal (no difficulty), fused with the worker step's statistics.
 
-    ``log_table[m, l, k]`` = log P(answer l | truth k) of slot m.  Returns (sum of F-hat_i, label
-    sums, class mass): ``sums[m * K + l, k]`` = the posterior mass of truth k over slot m's
-    answers l; ``mass[k]`` = the posterior mass of truth k over items without gold.  Each of
-    ``n_chunks`` threads fills its own copy of the sums (no write races).
+    ``rating_row[r]`` = slot * K + answer of rating r, and ``log_table[row, k]`` = log P(answer |
+    truth k) of that slot.  Returns (sum of F-hat_i, label sums, class mass): ``sums[row, k]`` =
+    the posterior mass of truth k over the row's ratings; ``mass[k]`` = the posterior mass of
+    truth k over items without gold.  Each of ``n_chunks`` threads fills its own copy of the sums
+    (no write races).
     """
     n_items = item_start.size - 1
-    n_rows = log_table.shape[0] * K
+    n_rows = log_table.shape[0]
     partial = np.zeros((n_chunks, n_rows, K))
     mass = np.zeros((n_chunks, K))
     values = np.zeros(n_chunks)
     for c in prange(n_chunks):
         LL = np.empty(K)
+        sums = partial[c]
         total = 0.0
         for i in range(c * n_items // n_chunks, (c + 1) * n_items // n_chunks):
             LL[:] = 0.0
             for r in range(item_start[i], item_start[i + 1]):
-                m = rating_slot[r]
-                label = rating_label[r]
+                row = rating_row[r]
                 for k in range(K):
-                    LL[k] += log_table[m, label, k]
+                    LL[k] += log_table[row, k]
             posterior = q[i]
             total += _posterior(LL, log_prior, gold[i], K, posterior) - b_prior_term
             if gold[i] < 0:
                 for k in range(K):
                     mass[c, k] += posterior[k]
             for r in range(item_start[i], item_start[i + 1]):
-                row = rating_slot[r] * K + rating_label[r]
+                row = rating_row[r]
                 for k in range(K):
-                    partial[c, row, k] += posterior[k]
+                    sums[row, k] += posterior[k]
         values[c] = total
     sums = partial[0].copy()
     for c in range(1, n_chunks):
