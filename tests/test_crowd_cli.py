@@ -160,3 +160,13 @@ def test_crowd_model_is_not_a_vw_model(answers, capsys, tmp_path):
     vw.write_text("1 |a b\n")
     assert main(["-d", str(vw), "-i", str(model), "--quiet"]) == 1
     assert "crowd" in capsys.readouterr().err
+
+
+def test_options_of_the_other_mode_are_flagged(answers, capsys):
+    folder, _ = answers
+    code, err = run([str(folder / "answers.csv"), "--batch", "--passes", "3", "--eta", "2"], capsys)
+    assert code == 0 and "warning: --passes, --eta only affect online EM" in err
+    code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
+    assert code == 1 and "--test_only are for online EM" in err
+    code, err = run([str(folder / "answers.csv"), "--max_iters", "5"], capsys)
+    assert code == 0 and "--max_iters and --tol only affect batch EM" in err

@@ -124,10 +124,17 @@ def run(run: CrowdRun) -> int:
             q, iterations = baselines.one_coin_dawid_skene(data)
             summary.append(f"method = one-coin Dawid-Skene ({iterations} iterations)")
     elif run.batch:
-        if run.initial_model:
-            raise ValueError("--initial_model continues online EM; batch EM starts afresh")
-        if run.n_items and err:
-            err.write("warning: --n_items is ignored by batch EM (it uses the item count)\n")
+        if run.initial_model or run.test_only:
+            raise ValueError("--initial_model and --test_only are for online EM; batch EM fits "
+                             "afresh")
+        ignored = [flag for flag, value, default in (
+            ("--n_items", run.n_items, DEFAULTS["n_items"]), ("--passes", run.passes, 1),
+            ("--eta", run.eta, DEFAULTS["eta"]), ("--rho", run.rho, DEFAULTS["rho"]),
+            ("--initial_t", run.initial_t, DEFAULTS["initial_t"]),
+            ("--progressive", run.progressive, False)) if value != default]
+        if ignored and err:
+            err.write(f"warning: {', '.join(ignored)} only affect online EM; batch EM ignores "
+                      "them\n")
         config = _config(run, data)
         progress = BatchProgress(err)
         progress.header()
@@ -139,6 +146,8 @@ def run(run: CrowdRun) -> int:
                     f"objective = {result.objective[-1]:.6f}",
                     f"used worker slots = {result.used_slots}"]
     else:
+        if (run.max_iters, run.tol) != (DEFAULTS["max_iters"], DEFAULTS["tol"]) and err:
+            err.write("warning: --max_iters and --tol only affect batch EM (--batch)\n")
         if model is None:
             model = CrowdModel(_config(run, data))
         config = model.config

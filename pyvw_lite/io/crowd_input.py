@@ -114,40 +114,63 @@ def _factorize(values: np.ndarray):
     return codes, np.array(list(seen), dtype=object)
 
 
-def _count_duplicates(task_codes, worker_codes, n_workers) -> int:
-    pairs = task_codes.astype(np.int64) * max(n_workers, 1) + worker_codes
-    return int(pairs.size - np.unique(pairs).size)
+@kernel
+def _repeated_pairs(item_start, rating_worker):
+    """Ratings whose (item, worker) pair already occurred earlier in the item's block."""
+    repeats = 0
+    for i in range(item_start.size - 1):
+        workers = np.sort(rating_worker[item_start[i]:item_start[i + 1]])
+        for j in range(1, workers.size):
+            if workers[j] == workers[j - 1]:
+                repeats += 1
+    return repeats
+
+
+class Column:
+    """One factorized column: ``codes[row]`` indexes ``values`` (first-appearance order)."""
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray):
+        self.codes = codes
+        self.values = values
+
+    @classmethod
+    def of(cls, sequence) -> "Column":
+        return cls(*_factorize(np.asarray(sequence, dtype=object)))
 
 
 def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: int | None = None,
                 label_names: list[str] | None = None, where: str = "data") -> CrowdData:
     """Triples as three equal-length sequences (any hashable ids; labels compared as text)."""
-    tasks = np.asarray(tasks, dtype=object)
-    workers = np.asarray(workers, dtype=object)
-    labels = np.asarray([str(value) for value in labels], dtype=object)
-    if not (tasks.size == workers.size == labels.size):
+    if not (len(tasks) == len(workers) == len(labels)):
         raise CrowdInputError(f"{where}: task, worker and label columns differ in length")
-    if tasks.size == 0:
+    return from_columns(Column.of(tasks), Column.of(workers), Column.of(labels), gold=gold,
+                        n_labels=n_labels, label_names=label_names, where=where)
+
+
+def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict | None = None,
+                 n_labels: int | None = None, label_names: list[str] | None = None,
+                 where: str = "data", first_line: int = 1) -> CrowdData:
+    """Factorized triples to CrowdData; ``first_line``: the file line of row 0 (for messages)."""
+    if tasks.codes.size == 0:
         raise CrowdInputError(f"{where}: no answers")
+    label_texts = [str(value) for value in labels.values.tolist()]
     if label_names is None:
-        label_names = _choose_labels(np.unique(labels).tolist(), n_labels, where)
+        label_names = _choose_labels(label_texts, n_labels, where)
     index = label_index(label_names)
-    label_codes_unique, label_uniques = _factorize(labels)
-    lookup = np.empty(len(label_uniques), dtype=np.int64)
-    for position, value in enumerate(label_uniques):
+    lookup = np.empty(len(label_texts), dtype=np.int64)
+    for position, value in enumerate(label_texts):
         if value not in index:
-            row = int(np.argmax(labels == value))
-            raise CrowdInputError(f"{where}: answer {row + 1}: unknown label {value!r} "
+            row = int(np.argmax(labels.codes == position))
+            raise CrowdInputError(f"{where}:{row + first_line}: unknown label {value!r} "
                                   f"(labels: {', '.join(label_names)})")
         lookup[position] = index[value]
-    task_codes, task_names = _factorize(tasks)
-    worker_codes, worker_names = _factorize(workers)
-    order, item_start = _group_by_item(task_codes, len(task_names))
-    data = CrowdData(task_names=task_names, worker_names=worker_names,
+    order, item_start = _group_by_item(tasks.codes, len(tasks.values))
+    data = CrowdData(task_names=tasks.values, worker_names=workers.values,
                      label_names=list(label_names), item_start=item_start,
-                     rating_worker=worker_codes[order], rating_label=lookup[label_codes_unique][order],
-                     gold=np.full(len(task_names), -1, dtype=np.int64),
-                     duplicates=_count_duplicates(task_codes, worker_codes, len(worker_names)))
+                     rating_worker=workers.codes[order], rating_label=lookup[labels.codes][order],
+                     gold=np.full(len(tasks.values), -1, dtype=np.int64),
+                     duplicates=0)
+    data.duplicates = int(_repeated_pairs(data.item_start, data.rating_worker))
     if gold:
         apply_gold(data, gold, where="gold")
     return data
@@ -182,14 +205,19 @@ def _open_text(path: str):
     return open(path, encoding="utf-8", newline="")
 
 
-def _read_table(path: str, required: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """A CSV/TSV file with a header row; the required columns as arrays of text."""
+def _read_table(path: str, required: tuple[str, ...]) -> dict[str, Column]:
+    """A CSV/TSV file with a header row; each required column factorized."""
     name = "<stdin>" if path == "-" else path
-    with _open_text(path) as handle:
-        text = handle.read()
-    first_line = text.split("\n", 1)[0]
+    if path == "-":
+        source = io.BytesIO(sys.stdin.buffer.read())
+        first_line = source.readline().decode("utf-8", "replace")
+        source.seek(0)
+    else:
+        with _open_text(path) as handle:
+            first_line = handle.readline()
+        source = path
     delimiter = "\t" if "\t" in first_line else ","
-    header = [column.strip() for column in first_line.rstrip("\r").split(delimiter)]
+    header = [column.strip() for column in first_line.rstrip("\r\n").split(delimiter)]
     missing = [column for column in required if column not in header]
     if missing:
         raise CrowdInputError(f"{name}:1: missing column {missing[0]!r} (header: "
@@ -199,32 +227,38 @@ def _read_table(path: str, required: tuple[str, ...]) -> dict[str, np.ndarray]:
     except ImportError:
         pd = None
     if pd is not None:
-        try:
-            frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str,
-                                keep_default_na=False, skipinitialspace=True)
-        except pd.errors.ParserError as exc:
+        try:  # read as text: ids such as "007" must not become the number 7
+            frame = pd.read_csv(source, sep=delimiter, dtype=str, keep_default_na=False,
+                                skipinitialspace=True,
+                                usecols=lambda column: column.strip() in required)
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise CrowdInputError(f"{name}: malformed table ({exc})") from None
         frame.columns = [str(column).strip() for column in frame.columns]
-        columns = {column: frame[column].to_numpy(dtype=object) for column in required}
+        columns = {}
+        for column in required:
+            codes, uniques = pd.factorize(frame[column], sort=False)
+            columns[column] = Column(codes.astype(np.int64), np.asarray(uniques, dtype=object))
+        del frame
     else:
-        reader = csv.reader(io.StringIO(text), delimiter=delimiter)
-        next(reader)
-        positions = [header.index(column) for column in required]
-        rows = {column: [] for column in required}
-        for line_number, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise CrowdInputError(f"{name}:{line_number}: expected {len(header)} fields, got "
-                                      f"{len(row)} ({delimiter.join(row)!r})")
-            for column, position in zip(required, positions):
-                rows[column].append(row[position].strip())
-        columns = {column: np.array(values, dtype=object) for column, values in rows.items()}
+        with _open_text(path) as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            next(reader)
+            positions = [header.index(column) for column in required]
+            rows = {column: [] for column in required}
+            for line_number, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise CrowdInputError(f"{name}:{line_number}: expected {len(header)} fields, "
+                                          f"got {len(row)} ({delimiter.join(row)!r})")
+                for column, position in zip(required, positions):
+                    rows[column].append(row[position].strip())
+        columns = {column: Column.of(values) for column, values in rows.items()}
     for column in required:
-        values = columns[column]
-        empty = np.flatnonzero(values == "")
-        if empty.size:
-            row = int(empty[0])
+        table = columns[column]
+        empty = [k for k, value in enumerate(table.values.tolist()) if str(value).strip() == ""]
+        if empty:
+            row = int(np.argmax(table.codes == empty[0]))
             raise CrowdInputError(f"{name}:{row + 2}: empty {column!r}")
     return columns
 
@@ -232,9 +266,10 @@ def _read_table(path: str, required: tuple[str, ...]) -> dict[str, np.ndarray]:
 def read_gold(path: str) -> dict:
     """A truth/gold file: columns ``task,label``; task -> (label, line); the first row wins."""
     table = _read_table(path, ("task", "label"))
+    tasks = table["task"].values[table["task"].codes].tolist()
+    labels = table["label"].values[table["label"].codes].tolist()
     gold: dict = {}
-    for line, (task, label) in enumerate(zip(table["task"].tolist(), table["label"].tolist()),
-                                         start=2):
+    for line, (task, label) in enumerate(zip(tasks, labels), start=2):
         gold.setdefault(task, (label, line))
     return gold
 
@@ -256,8 +291,8 @@ def read_triples(path: str, *, n_labels: int | None = None, gold_path: str | Non
                  label_names: list[str] | None = None) -> CrowdData:
     name = "<stdin>" if path == "-" else path
     table = _read_table(path, ("task", "worker", "label"))
-    data = from_arrays(table["task"], table["worker"], table["label"], n_labels=n_labels,
-                       label_names=label_names, where=name)
+    data = from_columns(table["task"], table["worker"], table["label"], n_labels=n_labels,
+                        label_names=label_names, where=name, first_line=2)
     if gold_path:
         apply_gold(data, read_gold(gold_path), where=gold_path)
     return data
@@ -315,13 +350,12 @@ def read_blocks(path: str, *, n_labels: int | None = None) -> CrowdData:
     worker_codes, worker_names = _factorize(np.array(workers, dtype=object))
     task_names = np.array(tasks, dtype=object)
     item_start = np.array(starts, dtype=np.int64)
-    item_of = np.repeat(np.arange(len(tasks)), np.diff(item_start))
-    return CrowdData(task_names=task_names, worker_names=worker_names,
+    data = CrowdData(task_names=task_names, worker_names=worker_names,
                      label_names=[str(k) for k in range(K)], item_start=item_start,
                      rating_worker=worker_codes, rating_label=np.array(ratings, dtype=np.int64),
-                     gold=np.array(golds, dtype=np.int64),
-                     duplicates=_count_duplicates(item_of, worker_codes, len(worker_names)),
-                     skipped_lines=skipped)
+                     gold=np.array(golds, dtype=np.int64), skipped_lines=skipped)
+    data.duplicates = int(_repeated_pairs(data.item_start, data.rating_worker))
+    return data
 
 
 def read_answers(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
