@@ -8,7 +8,7 @@ OUT := demo-out
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -18,13 +18,20 @@ test: install
 
 demo: install
 	@mkdir -p $(OUT)
-	@echo "== pyvw-lite: logistic regression on the bundled bluebirds ratings (10 passes, holdout)"
+	@echo "== the seed experiment on the bundled act_MS answers: best constant, linear and dyadic"
+	@echo "   k = 1..3 scoring filter trees with hinge loss, 15/16 train, 1/16 test"
+	$(BIN)/pyvw-lite experiment configs/seed_table.toml --workdir $(OUT)/seed_table
+	@echo "== true labels from the same crowd answers by batch EM, scored against the truth"
+	$(BIN)/pyvw-lite crowd datasets/act_MS/answers.csv --batch --truth datasets/act_MS/truth.csv \
+		-p $(OUT)/act_MS_labels.csv --workers $(OUT)/act_MS_workers.csv
+	$(BIN)/pyvw-lite evaluate --labels $(OUT)/act_MS_labels.csv --truth datasets/act_MS/truth.csv \
+		| head -3
+	@echo "== VW-style learning: logistic regression on the bundled bluebirds ratings (10 passes)"
 	$(BIN)/pyvw-lite -d datasets/bluebirds/bluebirds.vw --loss_function logistic -b 20 \
-		--passes 10 --cache_file $(OUT)/bluebirds.cache -k -f $(OUT)/bluebirds.pvw
-	@echo "== predictions of the saved model (first 5 of $(OUT)/predictions.txt)"
+		--passes 10 --cache_file $(OUT)/bluebirds.cache -k -f $(OUT)/bluebirds.pvw --quiet
 	$(BIN)/pyvw-lite -d datasets/bluebirds/bluebirds.vw -t -i $(OUT)/bluebirds.pvw \
-		-p $(OUT)/predictions.txt --quiet
-	@head -5 $(OUT)/predictions.txt
+		-p $(OUT)/predictions.txt
+	@echo "== results in $(OUT)/"
 
 bench: install
 	$(BIN)/python -m pip install --quiet vowpalwabbit

@@ -136,3 +136,112 @@ def bench_crowd(
     if json_out:
         with open(json_out, "w") as handle:
             json.dump(rows, handle, indent=1)
+
+
+def _workflow_errors(action):
+    """Run a workflow step; bad input becomes one located line and exit status 1."""
+    from ..io.crowd_input import CrowdInputError
+    try:
+        return action()
+    except (CrowdInputError, ValueError, OSError) as exc:
+        message = (f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename
+                   else str(exc))
+        typer.echo(f"pyvw-lite: error: {message}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def convert(
+    source: str = typer.Argument(..., help="crowd answers (task,worker,label CSV/TSV or item "
+                                           "blocks); with --back, a predictions file"),
+    out: str = typer.Option(..., "-o", "--out", help="VW lines to write (with --back: task,label CSV)"),
+    label_map: str = typer.Option(None, "--map", help="label map JSON (written; read with --back)"),
+    features: str = typer.Option("", "--features", help="extra columns to emit as namespaces, "
+                                                        "comma-separated"),
+    shuffle: int = typer.Option(None, "--shuffle", help="shuffle the lines with this seed"),
+    back: bool = typer.Option(False, "--back", help="predictions (class 1..K and tag) back to "
+                                                    "task,label with --map"),
+) -> None:
+    """Crowd answers to rater-task VW lines (labels 1..K, task tags), or predictions back."""
+    from ..workflow.convert import crowd_to_vw, predictions_to_labels
+
+    def action():
+        if back:
+            if not label_map:
+                raise ValueError("--back needs --map (the label map written by convert)")
+            rows = predictions_to_labels(source, label_map, out)
+            typer.echo(f"{rows} predictions -> {out}", err=True)
+            return
+        wanted = tuple(name.strip() for name in features.split(",") if name.strip())
+        report = crowd_to_vw(source, out, label_map, wanted, shuffle_seed=shuffle)
+        typer.echo(f"{report.lines} lines, {report.tasks} tasks, {report.workers} raters, labels "
+                   + ", ".join(f"{k + 1}={name}" for k, name in enumerate(report.labels))
+                   + f" -> {out}" + (f" (map: {label_map})" if label_map else ""), err=True)
+        for name in report.clashes:
+            typer.echo(f"warning: namespace {name!r} starts with the letter of rater/task, so "
+                       "-q/--dyad on that letter would include it", err=True)
+
+    _workflow_errors(action)
+
+
+@app.command()
+def split(
+    source: str = typer.Argument(..., help="text lines (VW examples)"),
+    train: str = typer.Option(..., "--train", help="training lines to write"),
+    test: str = typer.Option(..., "--test", help="test lines to write"),
+    test_fraction: float = typer.Option(1 / 16, "--test_fraction", help="share of lines in test"),
+    seed: int = typer.Option(0, "--seed", help="hash seed of the split"),
+) -> None:
+    """Split lines by a seeded hash of each line (SPEC §G); report shared raters and tasks."""
+    from ..workflow.split import split_file
+
+    def action():
+        r = split_file(source, train, test, test_fraction, seed)
+        typer.echo(f"train = {r.train_lines} lines ({train})\ntest = {r.test_lines} lines "
+                   f"({test})\ntest raters also in train = {r.test_raters_in_train} of "
+                   f"{r.test_raters}\ntest tasks also in train = {r.test_tasks_in_train} of "
+                   f"{r.test_tasks}", err=True)
+
+    _workflow_errors(action)
+
+
+@app.command()
+def evaluate(
+    predictions: str = typer.Option(None, "-p", "--predictions", help="predictions (-p output)"),
+    data: str = typer.Option(None, "-d", "--data", help="the labelled examples they were made on"),
+    labels: str = typer.Option(None, "--labels", help="crowd output (task,label[,...] CSV)"),
+    truth: str = typer.Option(None, "--truth", help="truth file (task,label) for --labels"),
+) -> None:
+    """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix."""
+    from ..workflow.evaluate import evaluate_labels, evaluate_predictions
+
+    def action():
+        if predictions and data:
+            result = evaluate_predictions(predictions, data)
+        elif labels and truth:
+            result = evaluate_labels(labels, truth)
+        else:
+            raise ValueError("give -p PREDICTIONS -d DATA, or --labels LABELS --truth TRUTH")
+        typer.echo(result.text(), nl=False)
+
+    _workflow_errors(action)
+
+
+@app.command()
+def experiment(
+    config: str = typer.Argument(..., help="experiment TOML (e.g. configs/seed_table.toml)"),
+    workdir: str = typer.Option(None, "--workdir", help="where data, models and results go "
+                                                        "(default experiments/NAME)"),
+    peer: bool = typer.Option(True, "--peer/--no-peer", help="also run the [[peer]] models under "
+                                                             "VW when installed"),
+) -> None:
+    """Run a configured rater-task experiment and print its table (JSON record, PNG plot)."""
+    from ..workflow.experiment import ConfigError, run_experiment
+
+    def action():
+        try:
+            run_experiment(config, workdir, with_peer=peer)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    _workflow_errors(action)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..jit import kernel
-from .hashing import murmur3_32
+from .hashing import murmur_ranges
 
 
 class CrowdInputError(ValueError):
@@ -73,7 +73,7 @@ def label_index(label_names: list[str]) -> dict[str, int]:
     return index
 
 
-def _choose_labels(observed, n_labels: int | None, where: str) -> list[str]:
+def choose_labels(observed, n_labels: int | None, where: str) -> list[str]:
     names = _sorted_labels(observed)
     if n_labels is None or n_labels == len(names):
         return names
@@ -155,7 +155,7 @@ def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict |
         raise CrowdInputError(f"{where}: no answers")
     label_texts = [str(value) for value in labels.values.tolist()]
     if label_names is None:
-        label_names = _choose_labels(label_texts, n_labels, where)
+        label_names = choose_labels(label_texts, n_labels, where)
     index = label_index(label_names)
     lookup = np.empty(len(label_texts), dtype=np.int64)
     for position, value in enumerate(label_texts):
@@ -205,7 +205,7 @@ def _open_text(path: str):
     return open(path, encoding="utf-8", newline="")
 
 
-def _read_table(path: str, required: tuple[str, ...]) -> dict[str, Column]:
+def read_columns(path: str, required: tuple[str, ...]) -> dict[str, Column]:
     """A CSV/TSV file with a header row; each required column factorized."""
     name = "<stdin>" if path == "-" else path
     if path == "-":
@@ -265,7 +265,7 @@ def _read_table(path: str, required: tuple[str, ...]) -> dict[str, Column]:
 
 def read_gold(path: str) -> dict:
     """A truth/gold file: columns ``task,label``; task -> (label, line); the first row wins."""
-    table = _read_table(path, ("task", "label"))
+    table = read_columns(path, ("task", "label"))
     tasks = table["task"].values[table["task"].codes].tolist()
     labels = table["label"].values[table["label"].codes].tolist()
     gold: dict = {}
@@ -290,7 +290,7 @@ def looks_like_blocks(path: str) -> bool:
 def read_triples(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
                  label_names: list[str] | None = None) -> CrowdData:
     name = "<stdin>" if path == "-" else path
-    table = _read_table(path, ("task", "worker", "label"))
+    table = read_columns(path, ("task", "worker", "label"))
     data = from_columns(table["task"], table["worker"], table["label"], n_labels=n_labels,
                         label_names=label_names, where=name, first_line=2)
     if gold_path:
@@ -369,18 +369,10 @@ def read_answers(path: str, *, n_labels: int | None = None, gold_path: str | Non
     return read_triples(path, n_labels=n_labels, gold_path=gold_path, label_names=label_names)
 
 
-@kernel
-def _hash_names(buffer, offsets, modulus):
-    slots = np.empty(offsets.size - 1, dtype=np.int64)
-    for w in range(offsets.size - 1):
-        slots[w] = murmur3_32(buffer, offsets[w], offsets[w + 1], 0) % modulus
-    return slots
-
-
 def hashed_slots(worker_names, bits: int) -> np.ndarray:
     """SPEC §P.5: ``murmur3_32(utf8(worker_id), 0) mod 2**bits`` for every name."""
     encoded = [str(name).encode("utf-8") for name in worker_names]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(item) for item in encoded], out=offsets[1:])
     buffer = np.frombuffer(b"".join(encoded), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
-    return _hash_names(buffer, offsets, np.int64(1) << bits)
+    return murmur_ranges(buffer, offsets[:-1], offsets[1:], 0) % (np.int64(1) << bits)

@@ -93,3 +93,12 @@ def murmur_bytes(data: bytes | str, seed: int = 0) -> int:
         data = data.encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
     return int(murmur3_32(buf, 0, len(data), seed & MASK32))
+
+
+@kernel
+def murmur_ranges(buf, starts, ends, seed):
+    """MurmurHash3 x86_32 of each ``buf[starts[i]:ends[i]]``."""
+    out = np.empty(starts.size, dtype=np.int64)
+    for i in range(starts.size):
+        out[i] = murmur3_32(buf, starts[i], ends[i], seed)
+    return out

@@ -1,0 +1,138 @@
+"""Crowd answers to rater-task VW lines, and VW predictions back to labels.
+
+One answer becomes one line ``<k> '<task> |rater r_<worker> |task t_<task>`` with the label
+mapped to ``1..K`` (VW's multiclass labels); the tag carries the task id so predictions map back.
+Extra columns become namespaces of their own: a numeric column ``c`` gives ``|c c:<value>``,
+any other ``|c c_<value>``.  The label map is a small JSON file written next to the lines.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.atomic import atomic_write
+from ..io.crowd_input import (Column, CrowdData, CrowdInputError, choose_labels, label_index,
+                              looks_like_blocks, read_blocks, read_columns)
+
+MAP_FORMAT = "pyvw-lite label map 1"
+
+
+def vw_token(text: str) -> str:
+    """An id as a VW feature name or tag: VW syntax characters become '_'."""
+    return "".join("_" if character in ":| \t'\r\n" else character for character in str(text))
+
+
+@dataclass
+class ConvertReport:
+    lines: int
+    labels: list[str]
+    tasks: int
+    workers: int
+    clashes: list[str]  # extra namespaces whose first letter is r or t (as -q rt sees them)
+
+
+def _numeric(values: np.ndarray) -> bool:
+    try:
+        np.asarray(values, dtype=float)
+    except ValueError:
+        return False
+    return True
+
+
+def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
+                features: tuple[str, ...] = (), n_labels: int | None = None,
+                shuffle_seed: int | None = None) -> ConvertReport:
+    """Write VW lines for every answer in ``answers`` (input order, or shuffled with a seed)."""
+    wanted = ("task", "worker", "label") + tuple(features)
+    for reserved in ("rater", "task"):
+        if reserved in features:
+            raise CrowdInputError(f"--features: {reserved!r} is already a namespace")
+    clashes = [name for name in features if name[:1] in ("r", "t")]
+    if looks_like_blocks(answers):
+        if features:
+            raise CrowdInputError(f"{answers}: item blocks have no extra columns for --features")
+        columns = _block_columns(read_blocks(answers))
+    else:
+        columns = read_columns(answers, wanted)
+    label_names = choose_labels([str(v) for v in columns["label"].values.tolist()], n_labels,
+                                 answers)
+    index = label_index(label_names)
+    label_of_value = np.array([index[str(value)] + 1 for value in columns["label"].values.tolist()])
+    labels = label_of_value[columns["label"].codes].astype(str)
+    tasks = np.array([vw_token(value) for value in columns["task"].values.tolist()], dtype=object)
+    workers = np.array([vw_token(value) for value in columns["worker"].values.tolist()],
+                       dtype=object)
+    task = tasks[columns["task"].codes]
+    parts = [labels.astype(object) + " '" + task + " |rater r_"
+             + workers[columns["worker"].codes] + " |task t_" + task]
+    for name in features:
+        column = columns[name]
+        values = column.values
+        if _numeric(values):
+            cells = np.array([f" |{vw_token(name)} {vw_token(name)}:{value}"
+                              for value in values.tolist()], dtype=object)
+        else:
+            cells = np.array([f" |{vw_token(name)} {vw_token(name)}_{vw_token(value)}"
+                              for value in values.tolist()], dtype=object)
+        parts.append(cells[column.codes])
+    lines = parts[0]
+    for extra in parts[1:]:
+        lines = lines + extra
+    if shuffle_seed is not None:
+        lines = lines[np.random.default_rng(shuffle_seed).permutation(lines.size)]
+    with atomic_write(out, binary=False) as handle:
+        for start in range(0, lines.size, 200_000):
+            handle.write("\n".join(lines[start:start + 200_000].tolist()) + "\n")
+    if label_map:
+        with atomic_write(label_map, binary=False) as handle:
+            json.dump({"format": MAP_FORMAT, "labels": label_names}, handle, indent=1)
+            handle.write("\n")
+    return ConvertReport(lines=int(lines.size), labels=label_names,
+                         tasks=len(columns["task"].values), workers=len(columns["worker"].values),
+                         clashes=clashes)
+
+
+def _block_columns(data: CrowdData) -> dict[str, Column]:
+    """Item blocks (SPEC §P.4) as factorized answer columns, one row per rating in file order."""
+    item_of = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
+    tasks = Column.of(data.task_names[item_of])
+    return {"task": tasks, "worker": Column(data.rating_worker, data.worker_names),
+            "label": Column(data.rating_label,
+                            np.asarray(data.label_names, dtype=object))}
+
+
+def read_label_map(path: str) -> list[str]:
+    try:
+        with open(path) as handle:
+            content = json.load(handle)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CrowdInputError(f"{path}: not a label map ({exc})") from None
+    if not isinstance(content, dict) or content.get("format") != MAP_FORMAT:
+        raise CrowdInputError(f"{path}: not a pyvw-lite label map")
+    return [str(name) for name in content["labels"]]
+
+
+def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
+    """VW multiclass predictions (``<k> [tag]`` per line) to ``task,label`` rows."""
+    names = read_label_map(label_map)
+    rows = []
+    with open(predictions) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            try:
+                k = int(float(fields[0]))
+            except ValueError:
+                raise CrowdInputError(f"{predictions}:{line_number}: prediction {fields[0]!r} is "
+                                      "not a class number") from None
+            if not 1 <= k <= len(names):
+                raise CrowdInputError(f"{predictions}:{line_number}: class {k} outside "
+                                      f"1..{len(names)} of {label_map}")
+            rows.append((fields[1] if len(fields) > 1 else str(line_number), names[k - 1]))
+    with atomic_write(out, binary=False) as handle:
+        handle.write("task,label\n")
+        handle.writelines(f"{task},{label}\n" for task, label in rows)
+    return len(rows)

@@ -1,0 +1,141 @@
+"""0/1 loss with a binomial confidence interval, per-class precision and recall, and the
+confusion matrix: of VW-style predictions against the labels of the data they were made on, or
+of crowd labels against a truth file."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.crowd_input import CrowdInputError, read_columns
+
+Z_95 = 1.959963984540054
+
+
+def wilson_interval(errors: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (good at 0, 1 and small n)."""
+    if n == 0:
+        return math.nan, math.nan
+    p = errors / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Evaluation:
+    classes: list[str]
+    confusion: np.ndarray  # rows: truth, columns: prediction
+
+    @property
+    def n(self) -> int:
+        return int(self.confusion.sum())
+
+    @property
+    def errors(self) -> int:
+        return self.n - int(np.trace(self.confusion))
+
+    @property
+    def loss(self) -> float:
+        return self.errors / self.n if self.n else math.nan
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.errors, self.n)
+
+    def precision_recall(self):
+        predicted = self.confusion.sum(axis=0)
+        actual = self.confusion.sum(axis=1)
+        diagonal = np.diag(self.confusion).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return diagonal / predicted, diagonal / actual
+
+    def text(self) -> str:
+        low, high = self.interval
+        lines = [f"examples = {self.n}", f"errors = {self.errors}",
+                 f"0/1 loss = {self.loss:.6f} (95% Wilson interval {low:.6f} .. {high:.6f})",
+                 "", f"{'class':<12} {'precision':>10} {'recall':>10} {'support':>8}"]
+        precision, recall = self.precision_recall()
+        for k, name in enumerate(self.classes):
+            lines.append(f"{name:<12} {precision[k]:>10.4f} {recall[k]:>10.4f} "
+                         f"{int(self.confusion[k].sum()):>8}")
+        width = max(7, max(len(name) for name in self.classes) + 1)
+        lines += ["", "confusion matrix (row: truth, column: prediction)",
+                  " " * 12 + "".join(f"{name:>{width}}" for name in self.classes)]
+        for k, name in enumerate(self.classes):
+            lines.append(f"{name:<12}" + "".join(f"{int(v):>{width}}" for v in self.confusion[k]))
+        return "\n".join(lines) + "\n"
+
+
+def confusion_of(truth: list[str], predicted: list[str]) -> Evaluation:
+    names = sorted(set(truth) | set(predicted), key=_natural)
+    index = {name: k for k, name in enumerate(names)}
+    matrix = np.zeros((len(names), len(names)), dtype=np.int64)
+    np.add.at(matrix, ([index[v] for v in truth], [index[v] for v in predicted]), 1)
+    return Evaluation(classes=names, confusion=matrix)
+
+
+def _natural(text: str):
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _first_tokens(path: str) -> list[tuple[int, str]]:
+    tokens = []
+    with open(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if fields and not fields[0].startswith("|"):
+                tokens.append((line_number, fields[0]))
+            elif fields:
+                tokens.append((line_number, ""))
+    return tokens
+
+
+def _class_text(token: str) -> str:
+    """A VW label or prediction as a class: ``3``, ``3:0.5`` (weight) or ``-1``/``0.73`` (binary
+    score, by sign)."""
+    head = token.split(":", 1)[0]
+    try:
+        value = float(head)
+    except ValueError:
+        return head
+    if value.is_integer() and value >= 1:
+        return str(int(value))
+    return "1" if value > 0 else "-1"
+
+
+def evaluate_predictions(predictions: str, data: str) -> Evaluation:
+    """Predictions (``-p`` output, one per example) against the labels of the same examples."""
+    predicted = _first_tokens(predictions)
+    labelled = _first_tokens(data)
+    if len(predicted) != len(labelled):
+        raise CrowdInputError(f"{predictions}: {len(predicted)} predictions for {len(labelled)} "
+                              f"examples in {data}")
+    truth, guesses = [], []
+    for (line, label), (_, prediction) in zip(labelled, predicted):
+        if not label:
+            continue  # an unlabelled example has nothing to score
+        truth.append(_class_text(label))
+        guesses.append(_class_text(prediction))
+    if not truth:
+        raise CrowdInputError(f"{data}: no labelled examples to score")
+    return confusion_of(truth, guesses)
+
+
+def evaluate_labels(labels: str, truth: str) -> Evaluation:
+    """A ``task,label`` file (crowd output) against a ``task,label`` truth file."""
+    ours = read_columns(labels, ("task", "label"))
+    known = read_columns(truth, ("task", "label"))
+    ours_map = dict(zip(ours["task"].values[ours["task"].codes].tolist(),
+                        ours["label"].values[ours["label"].codes].tolist()))
+    pairs = [(str(label), str(ours_map[task]))
+             for task, label in zip(known["task"].values[known["task"].codes].tolist(),
+                                    known["label"].values[known["label"].codes].tolist())
+             if task in ours_map]
+    if not pairs:
+        raise CrowdInputError(f"{truth}: no task in common with {labels}")
+    return confusion_of([p[0] for p in pairs], [p[1] for p in pairs])

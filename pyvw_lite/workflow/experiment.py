@@ -1,0 +1,244 @@
+"""``pyvw-lite experiment CONFIG``: the seed's rater-task experiment from a TOML file.
+
+Crowd answers become rater-task lines (shuffled, seeded), are split into train and test (15/16
+and 1/16 by default, SPEC §G), and every model of the config is trained on the train lines and
+scored on the test lines: 0/1 loss with a 95% Wilson interval.  ``best constant`` predicts the
+most frequent training label.  Models given in ``[[peer]]`` run under Vowpal Wabbit when the
+``vowpalwabbit`` package is installed, in the same run.  The table is printed; a JSON record and,
+with matplotlib installed, a PNG bar chart with error bars are written next to the data.
+
+A config::
+
+    [experiment]
+    answers = "datasets/act_MS/answers.csv"   # task,worker,label; or data = "lines.vw"
+    test_fraction = 0.0625
+    seed = 0
+    passes = 5
+    common = "--loss_function hinge --holdout_off -b 22"
+
+    [[models]]
+    name = "best constant"
+    constant = true
+
+    [[models]]
+    name = "dyadic k=1"
+    args = "--sft {K} --dyad rt --rank 1"     # {K}: the number of labels
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from .convert import crowd_to_vw
+from .evaluate import evaluate_predictions, wilson_interval
+from .split import split_file
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+PEER_RUNNER = ("import sys\nfrom vowpalwabbit import Workspace\n"
+               "Workspace(arg_list=sys.argv[1:]).finish()\n")
+
+
+class ConfigError(ValueError):
+    """An unusable experiment config; the message names the file and the key."""
+
+
+@dataclass
+class ModelResult:
+    name: str
+    tool: str  # pyvw-lite | VW | -
+    args: str
+    test_examples: int
+    errors: int
+    loss: float
+    low: float
+    high: float
+    seconds: float
+
+
+@dataclass
+class ExperimentResult:
+    name: str
+    config: str
+    labels: list[str]
+    split: dict
+    results: list[ModelResult] = field(default_factory=list)
+
+    def table(self) -> str:
+        width = max(12, max(len(r.name) for r in self.results) + 2)
+        lines = [f"{'model':<{width}} {'tool':<9} {'test 0/1 loss':>13} {'95% interval':>19} "
+                 f"{'seconds':>8}"]
+        for r in self.results:
+            lines.append(f"{r.name:<{width}} {r.tool:<9} {r.loss:>13.4f} "
+                         f"{f'{r.low:.4f} .. {r.high:.4f}':>19} {r.seconds:>8.2f}")
+        return "\n".join(lines) + "\n"
+
+
+def load_config(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            config = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    experiment = config.get("experiment")
+    if not isinstance(experiment, dict):
+        raise ConfigError(f"{path}: missing [experiment] table")
+    if not ("answers" in experiment) ^ ("data" in experiment):
+        raise ConfigError(f"{path}: [experiment] needs exactly one of answers = (crowd triples) "
+                          "or data = (VW lines)")
+    models = config.get("models", [])
+    if not models:
+        raise ConfigError(f"{path}: no [[models]]")
+    for position, model in enumerate(models + config.get("peer", []), start=1):
+        if "name" not in model or not (model.get("constant") or "args" in model):
+            raise ConfigError(f"{path}: model {position} needs name = and args = "
+                              "(or constant = true)")
+    return config
+
+
+def _resolve(base: str, path: str) -> str:
+    """A config's paths are relative to the working directory, else to the config's folder or
+    the folder above it (``configs/x.toml`` naming ``datasets/...`` of the same project)."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    folder = os.path.dirname(os.path.abspath(base))
+    for root in (folder, os.path.dirname(folder)):
+        candidate = os.path.join(root, path)
+        if os.path.exists(candidate):
+            return candidate
+    return path
+
+
+def _labels_of(path: str) -> list[str]:
+    labels = []
+    with open(path) as handle:
+        for line in handle:
+            fields = line.split()
+            if fields and not fields[0].startswith("|"):
+                labels.append(fields[0].split(":", 1)[0])
+    return labels
+
+
+def _run_ours(argv: list[str]) -> None:
+    from ..workspace import Workspace
+    sink = io.StringIO()
+    with contextlib.redirect_stderr(sink):
+        code = Workspace(argv).run()
+    if code:
+        raise RuntimeError(f"pyvw-lite {' '.join(argv)} failed:\n{sink.getvalue()[-2000:]}")
+
+
+def _run_peer(argv: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-c", PEER_RUNNER, *argv], capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"VW {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+
+
+def peer_available() -> bool:
+    return subprocess.run([sys.executable, "-c", "import vowpalwabbit"],
+                          capture_output=True).returncode == 0
+
+
+def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
+                   out=sys.stdout, plot: bool = True) -> ExperimentResult:
+    config = load_config(config_path)
+    setup = config["experiment"]
+    name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
+    workdir = workdir or os.path.join("experiments", name)
+    os.makedirs(workdir, exist_ok=True)
+    seed = int(setup.get("seed", 0))
+    all_lines = os.path.join(workdir, "all.vw")
+    if "answers" in setup:
+        report = crowd_to_vw(_resolve(config_path, setup["answers"]), all_lines,
+                             os.path.join(workdir, "labels.json"), shuffle_seed=seed)
+        labels = report.labels
+    else:
+        all_lines = _resolve(config_path, setup["data"])
+        labels = sorted(set(_labels_of(all_lines)), key=lambda text: (len(text), text))
+    K = len(labels)
+    train, test = os.path.join(workdir, "train.vw"), os.path.join(workdir, "test.vw")
+    split = split_file(all_lines, train, test, float(setup.get("test_fraction", 1 / 16)), seed)
+    out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}; "
+              f"test raters seen in training {split.test_raters_in_train}/{split.test_raters}, "
+              f"test tasks seen in training {split.test_tasks_in_train}/{split.test_tasks}\n")
+    result = ExperimentResult(name=name, config=config_path, labels=labels, split=asdict(split))
+    passes = int(setup.get("passes", 1))
+    common = shlex.split(setup.get("common", ""))
+    test_labels = _labels_of(test)
+    peers = config.get("peer", []) if with_peer and config.get("peer") else []
+    if peers and not peer_available():
+        out.write("vowpalwabbit is not installed: the [[peer]] models are skipped\n")
+        peers = []
+    plan = [(model, "pyvw-lite") for model in config["models"]] + [(m, "VW") for m in peers]
+    for position, (model, tool) in enumerate(plan):
+        started = time.perf_counter()
+        if model.get("constant"):
+            constant = Counter(_labels_of(train)).most_common(1)[0][0]
+            errors = sum(label != constant for label in test_labels)
+            n = len(test_labels)
+            args, tool = f"predicts {constant}", "-"
+        else:
+            args = model["args"].format(K=K)
+            stem = os.path.join(workdir, f"model{position}")
+            cache = stem + (".vwcache" if tool == "VW" else ".cache")
+            train_argv = (["-d", train, "--passes", str(passes), "-c", "-k", "--cache_file", cache,
+                           "-f", stem + ".model", "--quiet"] + common + shlex.split(args))
+            test_argv = ["-d", test, "-t", "-i", stem + ".model", "-p", stem + ".pred", "--quiet"]
+            runner = _run_peer if tool == "VW" else _run_ours
+            runner(train_argv)
+            runner(test_argv)
+            evaluation = evaluate_predictions(stem + ".pred", test)
+            errors, n = evaluation.errors, evaluation.n
+        low, high = wilson_interval(errors, n)
+        result.results.append(ModelResult(name=model["name"], tool=tool, args=args,
+                                          test_examples=n, errors=int(errors), loss=errors / n,
+                                          low=low, high=high,
+                                          seconds=time.perf_counter() - started))
+    out.write(result.table())
+    record = os.path.join(workdir, "results.json")
+    with open(record, "w") as handle:
+        json.dump(asdict(result), handle, indent=1)
+    out.write(f"record: {record}\n")
+    if plot:
+        picture = plot_results(result, os.path.join(workdir, "results.png"))
+        out.write(f"plot: {picture}\n" if picture else
+                  "plot: skipped (pip install 'pyvw-lite[plot]' for matplotlib)\n")
+    return result
+
+
+def plot_results(result: ExperimentResult, path: str) -> str | None:
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [f"{r.name}\n({r.tool})" if r.tool == "VW" else r.name for r in result.results]
+    losses = [r.loss for r in result.results]
+    below = [r.loss - r.low for r in result.results]
+    above = [r.high - r.loss for r in result.results]
+    figure, axes = plt.subplots(figsize=(1.4 * len(names) + 2, 4))
+    axes.bar(range(len(names)), losses, yerr=[below, above], capsize=4,
+             color=["#999999" if r.tool == "-" else "#d62728" if r.tool == "VW" else "#1f77b4"
+                    for r in result.results])
+    axes.set_xticks(range(len(names)), names, fontsize=8)
+    axes.set_ylabel("test 0/1 loss (95% interval)")
+    axes.set_title(result.name)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path

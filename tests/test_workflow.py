@@ -1,0 +1,167 @@
+"""The rater-task workflow end to end: convert -> split -> train -> predict -> evaluate, and the
+configured experiment."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyvw_lite import datasets
+from pyvw_lite.cli.main import main
+from pyvw_lite.io.hashing import murmur_bytes
+from pyvw_lite.workflow.evaluate import confusion_of, wilson_interval
+from pyvw_lite.workflow.experiment import ConfigError, load_config, run_experiment
+from pyvw_lite.workflow.split import split_file
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(args, capsys):
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label,hour,site\nq 1,ann,yes,3.5,x|y\nq 2,bob,no,7,z\n"
+                       "q 1,bob,yes,1,x|y\n")
+    out, mapping = tmp_path / "a.vw", tmp_path / "a.json"
+    code, _, err = cli(["convert", str(answers), "-o", str(out), "--map", str(mapping),
+                        "--features", "hour,site"], capsys)
+    assert code == 0, err
+    assert out.read_text().splitlines() == [
+        "2 'q_1 |rater r_ann |task t_q_1 |hour hour:3.5 |site site_x_y",
+        "1 'q_2 |rater r_bob |task t_q_2 |hour hour:7 |site site_z",
+        "2 'q_1 |rater r_bob |task t_q_1 |hour hour:1 |site site_x_y"]
+    assert json.loads(mapping.read_text())["labels"] == ["no", "yes"]
+    assert "3 lines, 2 tasks, 2 raters, labels 1=no, 2=yes" in err
+    predictions = tmp_path / "p.txt"
+    predictions.write_text("2 q_1\n1 q_2\n")
+    back = tmp_path / "back.csv"
+    code, _, err = cli(["convert", str(predictions), "--back", "--map", str(mapping), "-o",
+                        str(back)], capsys)
+    assert code == 0 and back.read_text() == "task,label\nq_1,yes\nq_2,no\n"
+    predictions.write_text("3 q_1\n")
+    code, _, err = cli(["convert", str(predictions), "--back", "--map", str(mapping), "-o",
+                        str(back)], capsys)
+    assert code == 1 and "p.txt:1: class 3 outside 1..2" in err
+
+
+def test_split_follows_the_hash_rule_and_reports_overlap(tmp_path):
+    lines = [f"{k % 3 + 1} |rater r_{k % 7} |task t_{k % 50}" for k in range(2000)]
+    source = tmp_path / "all.vw"
+    source.write_text("\n".join(lines) + "\n")
+    report = split_file(str(source), str(tmp_path / "tr"), str(tmp_path / "te"), 0.25, seed=3)
+    test = (tmp_path / "te").read_text().splitlines()
+    train = (tmp_path / "tr").read_text().splitlines()
+    expected = [line for line in lines if murmur_bytes(line, 3) < 0.25 * 2 ** 32]
+    assert test == expected and len(train) + len(test) == 2000
+    assert 400 < len(test) < 600
+    assert report.test_raters == 7 and report.test_raters_in_train == 7
+    assert report.test_tasks_in_train == report.test_tasks == 50
+    again = split_file(str(source), str(tmp_path / "tr2"), str(tmp_path / "te2"), 0.25, seed=3)
+    assert (tmp_path / "te2").read_text() == (tmp_path / "te").read_text() and again == report
+    with pytest.raises(ValueError, match="strictly between"):
+        split_file(str(source), str(tmp_path / "a"), str(tmp_path / "b"), 1.0)
+
+
+def test_wilson_interval_and_confusion():
+    low, high = wilson_interval(0, 10)
+    assert low == 0.0 and high == pytest.approx(0.2775, abs=1e-4)
+    low, high = wilson_interval(50, 100)
+    assert (low, high) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+    assert math.isnan(wilson_interval(0, 0)[0])
+    result = confusion_of(["a", "a", "b", "b"], ["a", "b", "b", "b"])
+    assert result.confusion.tolist() == [[1, 1], [0, 2]] and result.errors == 1
+    precision, recall = result.precision_recall()
+    assert precision.tolist() == [1.0, 2 / 3] and recall.tolist() == [0.5, 1.0]
+
+
+def test_convert_split_train_predict_evaluate(tmp_path, capsys):
+    folder = datasets.folder("act_CF")
+    lines, train, test = tmp_path / "cf.vw", tmp_path / "train.vw", tmp_path / "test.vw"
+    steps = [["convert", str(folder / "answers.csv"), "-o", str(lines), "--map",
+              str(tmp_path / "cf.json"), "--shuffle", "1"],
+             ["split", str(lines), "--train", str(train), "--test", str(test)],
+             ["-d", str(train), "--sft", "5", "--loss_function", "hinge", "--passes", "3", "-c",
+              "--holdout_off", "-f", str(tmp_path / "m.pvw"), "--quiet"],
+             ["-d", str(test), "-t", "-i", str(tmp_path / "m.pvw"), "-p", str(tmp_path / "p.txt"),
+              "--quiet"]]
+    for step in steps:
+        code, _, err = cli(step, capsys)
+        assert code == 0, (step, err)
+    code, out, err = cli(["evaluate", "-p", str(tmp_path / "p.txt"), "-d", str(test)], capsys)
+    assert code == 0, err
+    n = len(test.read_text().splitlines())
+    assert f"examples = {n}" in out
+    loss = float(out.split("0/1 loss = ")[1].split()[0])
+    constant_loss = 1 - max(np.bincount([int(l.split()[0]) for l in test.read_text().splitlines()])) / n
+    assert loss < constant_loss
+    code, _, err = cli(["convert", str(tmp_path / "p.txt"), "--back", "--map",
+                        str(tmp_path / "cf.json"), "-o", str(tmp_path / "back.csv")], capsys)
+    assert code == 0, err
+    code, out, err = cli(["crowd", str(folder / "answers.csv"), "--batch", "--quiet", "-p",
+                          str(tmp_path / "labels.csv")], capsys)
+    assert code == 0, err
+    code, out, err = cli(["evaluate", "--labels", str(tmp_path / "labels.csv"), "--truth",
+                          str(folder / "truth.csv")], capsys)
+    assert code == 0 and "examples = 300" in out
+    assert float(out.split("0/1 loss = ")[1].split()[0]) < 0.15
+
+
+def test_experiment_runs_a_config(tmp_path):
+    config = tmp_path / "small.toml"
+    config.write_text(f"""
+[experiment]
+answers = "{datasets.folder('act_CF') / 'answers.csv'}"
+test_fraction = 0.25
+passes = 2
+common = "--loss_function hinge --holdout_off -b 20"
+[[models]]
+name = "best constant"
+constant = true
+[[models]]
+name = "linear"
+args = "--sft {{K}}"
+[[models]]
+name = "dyadic k=1"
+args = "--sft {{K}} --dyad rt --rank 1 -l 1"
+""")
+    out = []
+
+    class Sink:
+        def write(self, text):
+            out.append(text)
+
+    result = run_experiment(str(config), str(tmp_path / "work"), with_peer=False, out=Sink(),
+                            plot=False)
+    names = [r.name for r in result.results]
+    assert names == ["best constant", "linear", "dyadic k=1"]
+    constant, linear, dyadic = result.results
+    assert linear.loss < constant.loss and dyadic.loss < constant.loss
+    assert all(r.low <= r.loss <= r.high for r in result.results)
+    record = json.loads((tmp_path / "work" / "results.json").read_text())
+    assert record["labels"] == ["0", "1", "2", "3", "4"] and len(record["results"]) == 3
+    assert "test 0/1 loss" in "".join(out)
+
+
+def test_experiment_config_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[experiment]\nanswers = 'a'\ndata = 'b'\n")
+    with pytest.raises(ConfigError, match="exactly one of"):
+        load_config(str(bad))
+    bad.write_text("[experiment]\nanswers = 'a'\n[[models]]\nname = 'x'\n")
+    with pytest.raises(ConfigError, match="model 1 needs name = and args ="):
+        load_config(str(bad))
+    bad.write_text("not toml [")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(str(bad))
+
+
+def test_bundled_configs_parse():
+    for path in sorted((ROOT / "configs").glob("*.toml")):
+        assert load_config(str(path))["models"]
