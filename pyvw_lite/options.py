@@ -136,6 +136,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, metavar="K"),
     Option("dyad_plain", FLAG, False, "no shift: p = a·b instead of (1+a)·(1+b) - k", "Dyadic",
            keep=True),
+    Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
+           "(default: VW-style adaptive per-feature rates)", "Dyadic", keep=True),
     Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
            keep=True, metavar="EPS"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",

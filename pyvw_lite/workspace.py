@@ -145,14 +145,18 @@ class Workspace:
             self.adaptive = self.normalized = self.invariant = True
         eta = o.learning_rate
         initial_t = o.initial_t
-        if not (self.adaptive and self.normalized) and "learning_rate" not in o.given:
+        # the dyadic learner's linear terms take adaptive per-feature rates unless told otherwise
+        # (their squared gradients live in column G); then -l keeps VW's adaptive default
+        dyadic_adaptive = bool(o.dyad) and not o.dyad_plain_rate
+        if (not (self.adaptive and self.normalized) and not dyadic_adaptive
+                and "learning_rate" not in o.given):
             eta = 10.0
         if not self.adaptive and not self.normalized:
             if "initial_t" not in o.given:
                 initial_t = 1.0
             eta *= initial_t ** o.power_t
         self.eta = eta
-        self.stride = 4 if (self.adaptive or self.normalized) else 1
+        self.stride = 4 if (self.adaptive or self.normalized or dyadic_adaptive) else 1
         self.interactions = interactions_mod.setup(o)
         self.ignore = interactions_mod.namespace_mask(o)
         self.hash_all = o.hash == "all"
@@ -209,6 +213,7 @@ class Workspace:
         self.params[gd.P_TRAINING] = self.training
         self.params[gd.P_CONSTANT] = not o.noconstant
         self.params[gd.P_FIXED_RANGE] = fixed
+        self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False

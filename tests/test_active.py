@@ -43,8 +43,10 @@ def test_active_reaches_passive_error_with_far_fewer_labels(tmp_path):
     assert errors["active"] <= errors["passive"] + 0.005
 
 
-def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path):
-    errors, queries = passive_and_active(tmp_path, ["--dyad", "fg", "-l", "1"])
+@pytest.mark.parametrize("rates", [["-l", "1", "--dyad_plain_rate"], []],
+                         ids=["plain rate", "adaptive linear rates"])
+def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path, rates):
+    errors, queries = passive_and_active(tmp_path, ["--dyad", "fg", *rates])
     assert queries["active"] <= 8000
     assert errors["active"] <= errors["passive"] + 0.005
 

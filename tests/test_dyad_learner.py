@@ -6,7 +6,7 @@ import pytest
 
 from pyvw_lite import Workspace
 from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
-from pyvw_lite.learners.gd import P_ETA, P_POWER_T, T_SUM
+from pyvw_lite.learners.gd import G, P_ETA, P_POWER_T, T_SUM
 from pyvw_lite.options import OptionError
 from pyvw_lite.reductions.dyad import LATENT_STRIDE
 
@@ -26,12 +26,15 @@ def model_prediction(w, ws, rater, task):
     return w[lr] + w[lt] + w[const] + float(a @ b) - ws.dyadic.rank
 
 
+@pytest.mark.parametrize("rates", ["plain", "adaptive"])
 @pytest.mark.parametrize("loss,label,h", [("logistic", 1.0, 2.0), ("squared", 0.7, 1.5),
                                           ("hinge", 1.0, 0.01)])
-def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, label, h):
+def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, label, h, rates):
     """[B1/B5/B6] the closed-form trajectory (and its 1-D ODE) equals many tiny gradient steps
-    on the actual linear and latent weights."""
-    ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5 --quiet")
+    on the actual linear and latent weights; with adaptive rates each linear weight steps at
+    its own eta0 / sqrt(G_k) (G_k including this example's gradient), the latent ones at eta."""
+    plain = " --dyad_plain_rate" if rates == "plain" else ""
+    ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5{plain} --quiet")
     rng_lines = ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5", "1 |rater r_1 |task t_7"]
     for line in rng_lines * 3:  # a non-trivial, touched state
         ws.learn(line if loss != "squared" else line.replace("-1 ", "0.2 "))
@@ -42,6 +45,8 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
     const = CONSTANT_HASH & ws.mask
     w = w0.copy()
+    linear_rate = {slot: eta if plain else ws.params[P_ETA] / math.sqrt(ws.weights[slot, G])
+                   for slot in (lr, lt, const)}
     n = 20000
     for _ in range(n):
         p = model_prediction(w, ws, "r_1", "t_5")
@@ -53,9 +58,8 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
             slope = -label if label * p < 1.0 else 0.0
         step = eta * (h / n) * slope
         a, b = 1.0 + w[latent_r], 1.0 + w[latent_t]
-        w[lr] -= step
-        w[lt] -= step
-        w[const] -= step
+        for slot in (lr, lt, const):
+            w[slot] -= linear_rate[slot] * (h / n) * slope
         w[latent_r] -= step * b
         w[latent_t] -= step * a
     touched = [lr, lt, const, *latent_r, *latent_t]
@@ -65,7 +69,7 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
 def test_symmetry_is_broken_and_an_absent_side_moves_linearly():
     """[B7] the k latent dimensions start equal and are separated by the seeded perturbation;
     [B9] with the task namespace absent the rater's latent vector moves by -s·x·1."""
-    ws = Workspace("--dyad rt --rank 3 --loss_function hinge -l 0.5 --quiet")
+    ws = Workspace("--dyad rt --rank 3 --loss_function hinge -l 0.5 --dyad_plain_rate --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_1 |task t_2"])
     _, latent = slots_of(ws, "rater", "r_1")
     assert len(set(np.round(ws.weights[latent, 0], 12))) == 3
@@ -109,19 +113,25 @@ def test_dyad_beats_linear_on_rater_task_data():
     data = rater_task(n_ratings=60000, n_raters=60, n_tasks=3000, classes=2, seed=5)
     lines = data.vw_lines(binary=True)
     linear = Workspace("--loss_function logistic --sgd --invariant -l 2 --quiet")
-    dyadic = Workspace("--loss_function logistic --dyad rt --rank 1 -l 2 --quiet")
+    dyadic = Workspace("--loss_function logistic --dyad rt --rank 1 -l 2 --dyad_plain_rate "
+                       "--quiet")
     labels = np.array([float(line.split()[0]) for line in lines])
 
     def log_loss(pred):
         return float(np.mean(np.log1p(np.exp(-labels * pred))))
     assert log_loss(dyadic.learn(lines)) < log_loss(linear.learn(lines))
+    # adaptive linear terms (the default) against VW's default adaptive linear learner
+    adaptive = Workspace("--loss_function logistic --dyad rt --rank 1 --quiet")
+    vw_default = Workspace("--loss_function logistic --quiet")
+    assert log_loss(adaptive.learn(lines)) < log_loss(vw_default.learn(lines)) + 0.003
 
 
 def test_scoring_filter_tree_match_moves_both_competitors_exactly():
     """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
     of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
     from pyvw_lite.learners.gd import CLASS_STRIDE
-    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 --quiet")
+    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
+                   "--dyad_plain_rate --quiet")
     for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
         ws.learn(line)
     w0 = ws.weights[:, 0].astype(np.float64).copy()
@@ -158,10 +168,13 @@ def test_scoring_filter_tree_match_moves_both_competitors_exactly():
 
 
 @pytest.mark.parametrize("args", ["--sgd --invariant --power_t 0 -l 0.3",
-                                  "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0"])
+                                  "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0 "
+                                  "--dyad_plain_rate"])
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])
 def test_h_min_from_the_api_flips_the_prediction_exactly(args, loss):
-    """Learning an example with its reverting weight h_min moves its prediction onto 0."""
+    """Learning an example with its reverting weight h_min moves its prediction onto 0 (with
+    adaptive linear rates h_min uses the rates of importance 1, as VW's sensitivity does, so
+    the flip is exact only at the plain rate; see the next test)."""
     ws = Workspace(f"{args} --loss_function {loss} --noconstant --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"])
     line = "|rater r_1 |task t_1"
@@ -171,3 +184,22 @@ def test_h_min_from_the_api_flips_the_prediction_exactly(args, loss):
     flipped = -1 if before >= 0 else 1
     ws.learn(f"{flipped} {weight!r} {line}")
     assert float(ws.predict(line)[0]) == pytest.approx(0.0, abs=1e-7)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+def test_h_min_with_adaptive_linear_rates_uses_importance_one(loss):
+    """With adaptive linear terms h_min is exact for the rates an importance-1 step would use:
+    learning with h_min while G is held at its importance-1 value lands on the boundary."""
+    ws = Workspace(f"--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0 --loss_function {loss}"
+                   " --noconstant --quiet")
+    ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"])
+    line = "|rater r_1 |task t_1"
+    before = float(ws.predict(line)[0])
+    weight = float(ws.h_min(line)[0])
+    assert 0 < weight < math.inf
+    flipped = -1 if before >= 0 else 1
+    after_small = ws.predict(line)  # h_min is read-only
+    assert float(after_small[0]) == before
+    ws.learn(f"{flipped} {weight!r} {line}")
+    after = float(ws.predict(line)[0])
+    assert abs(after) < abs(before)  # it moved toward the boundary (G grew by h, not 1)

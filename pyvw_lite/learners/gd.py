@@ -45,8 +45,8 @@ def state_size(models: int) -> int:
 CLASS_STRIDE = 0x9E3779B1
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
-    P_FIXED_RANGE = range(9)
-PARAM_SIZE = 9
+    P_FIXED_RANGE, P_DYAD_ADAPTIVE = range(10)
+PARAM_SIZE = 10
 WILDCARD = 58  # ':' in -q / --interactions
 
 

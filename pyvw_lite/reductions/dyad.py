@@ -20,7 +20,8 @@ from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
                                hmin_dyadic, ode_step, query, request, returned_label)
-from ..learners.gd import (P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W, _decay,
+from ..learners.gd import (G, P_DYAD_ADAPTIVE, P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W,
+                           _decay,
                            _namespace_range, predict_flat)
 from ..learners.losses import HINGE, loss_terms
 from ..options import OptionError, Options
@@ -131,15 +132,42 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
 
 
 @kernel
+def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p, label,
+                 importance, eta0, eta, rates, commit):
+    """Adaptive rates of the linear terms relative to the flow's ``eta``: feature k moves at
+    ``eta0 / sqrt(G_k)``, ``G_k`` the importance-weighted squared gradients including this
+    example's at ``p`` (VW's adaptive rule; ``commit`` stores the new ``G_k``, otherwise the
+    rates are what the example would get, as VW's stateless sensitivity).  Fills ``rates`` and
+    returns ``sum rate_k x_k^2 - sum x_k^2`` over the sides: what to add to the plain ``X``."""
+    _, gradient2, _ = loss_terms(loss, p, label)
+    change = 0.0
+    for side in range(n_sides):
+        for k in range(first, last):
+            slot = (slots[k] + offsets[side]) & mask
+            x2 = values[k] * values[k]
+            total = weights[slot, G] + importance * gradient2 * x2
+            if commit:
+                weights[slot, G] = total
+            rate = eta0 / (eta * np.sqrt(total)) if total > 0.0 else 0.0
+            rates[side, k - first] = rate
+            change += (rate - 1.0) * x2
+    return change
+
+
+@kernel
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b):
+                importance, rtol, atol, a, b, adaptive_eta0):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
     Breaks the symmetry of untouched latent slots, rebuilds the statistics
     (:func:`match_statistics`), solves for ``s`` and writes every parameter back along its
     closed-form curve (the second competitor at ``−s``, SPEC §D.3).  Returns ``(s, capped)``.
+
+    ``adaptive_eta0 > 0``: the linear terms take per-feature adaptive rates (fixed for the
+    step) instead of the flow's plain ``eta``; the flow stays exact, the linear part of ``X``
+    is just weighted by the rates.  0: every parameter at the plain rate (SPEC §B as written).
     """
     n_pairs = ranges.shape[0]
     for side in range(n_sides):
@@ -154,6 +182,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     p, X, U, V, r, ca, cb = match_statistics(weights, slots, values, first, last, feat_hash,
                                              feat_value, ranges, offsets, n_sides, rank, shift,
                                              mask, initial, a, b)
+    rates = np.ones((n_sides, last - first))
+    if adaptive_eta0 > 0.0:
+        X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
+                          label, importance, adaptive_eta0, eta, rates, True)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
         capped = False
@@ -167,7 +199,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
         move = s if side == 0 else -s
         offset = offsets[side]
         for k in range(first, last):
-            weights[(slots[k] + offset) & mask, W] -= move * values[k]
+            weights[(slots[k] + offset) & mask, W] -= move * values[k] * rates[side, k - first]
         for m in range(n_pairs):
             if ca[m] > 0.0 and cb[m] > 0.0:
                 dyad_increments(a[side, m], b[side, m], ca[m], cb[m], move, delta_a, delta_b)
@@ -197,7 +229,21 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
     p, X, U, V, r, _, _ = match_statistics(weights, slots, values, first, last, feat_hash,
                                            feat_value, ranges, offsets, 1, rank, shift, mask,
                                            initial, a, b)
-    return hmin_dyadic(loss, p, -1.0 if p >= 0.0 else 1.0, X, U, V, r, eta, 0.0)
+    label = -1.0 if p >= 0.0 else 1.0
+    X += _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label,
+                        params, eta)
+    return hmin_dyadic(loss, p, label, X, U, V, r, eta, 0.0)
+
+
+@kernel
+def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label, params,
+                   eta):
+    """What adaptive linear rates (at importance 1, stateless) add to X; 0 at the plain rate."""
+    if params[P_DYAD_ADAPTIVE] == 0.0:
+        return 0.0
+    rates = np.empty((1, last - first))
+    return linear_rates(weights, slots, values, first, last, offsets, 1, mask, loss, p, label,
+                        1.0, params[P_ETA], eta, rates, False)
 
 
 @kernel
@@ -263,7 +309,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                a, b)
+                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE])
         caps += capped
     return caps
 
@@ -325,4 +371,6 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
                                                feat_hash, feat_value, ranges, offsets, 1, rank,
                                                shift, mask, initials[e], a, b)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
+        X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], offsets, mask, loss,
+                            p, label, params, eta)
         out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_ETA, P_FIXED_RANGE, P_LOSS, P_POWER_T,
-                           P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
+                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import dyadic_class_scores, flow_update, scratch
@@ -137,7 +137,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
                                     mask, loss, np.float64(matches[m, 3]), 0.0, eta, importance,
-                                    rtol, atol, a, b)
+                                    rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE])
             caps += capped
     return caps
 
