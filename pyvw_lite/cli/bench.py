@@ -17,15 +17,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-# Runs VW from the PyPI ``vowpalwabbit`` package as its command line would (it has no ``vw``
-# executable): ``Workspace`` runs the driver itself when given ``-d``; ``finish`` prints the summary.
-PEER_RUNNER = (
-    "import sys\n"
-    "from vowpalwabbit import Workspace\n"
-    "workspace = Workspace(arg_list=sys.argv[1:])\n"
-    "workspace.finish()\n"
-)
-
+from ..workflow.peer import vw_available, vw_command
 
 @dataclass
 class Scenario:
@@ -53,20 +45,12 @@ class Result:
         return statistics.median(self.peer_seconds) / statistics.median(self.ours_seconds)
 
 
-def peer_available() -> bool:
-    try:
-        import vowpalwabbit  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _ours_command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", "pyvw_lite", *args]
 
 
 def _peer_command(args: list[str]) -> list[str]:
-    return [sys.executable, "-c", PEER_RUNNER, *args]
+    return vw_command(args)
 
 
 def _timed(command: list[str], cwd: str) -> tuple[float, str]:
@@ -125,7 +109,7 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
         if {"sft", "sft-dyad"} & set(chosen) and not os.path.exists(multiclass):
             out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
             write_vw(multiclass, rater_task(n_ratings=lines, classes=5, seed=seed))
-        use_peer = peer and peer_available()
+        use_peer = peer and vw_available()
         if peer and not use_peer:
             out.write("vowpalwabbit is not installed (pip install vowpalwabbit): "
                       "timing pyvw-lite alone\n")

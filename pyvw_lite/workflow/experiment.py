@@ -39,16 +39,13 @@ from dataclasses import asdict, dataclass, field
 
 from .convert import crowd_to_vw
 from .evaluate import evaluate_predictions, wilson_interval
+from .peer import vw_available, vw_command
 from .split import split_file
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-
-PEER_RUNNER = ("import sys\nfrom vowpalwabbit import Workspace\n"
-               "Workspace(arg_list=sys.argv[1:]).finish()\n")
-
 
 class ConfigError(ValueError):
     """An unusable experiment config; the message names the file and the key."""
@@ -142,15 +139,9 @@ def _run_ours(argv: list[str]) -> None:
 
 
 def _run_peer(argv: list[str]) -> None:
-    done = subprocess.run([sys.executable, "-c", PEER_RUNNER, *argv], capture_output=True,
-                          text=True)
+    done = subprocess.run(vw_command(argv), capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"VW {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
-
-
-def peer_available() -> bool:
-    return subprocess.run([sys.executable, "-c", "import vowpalwabbit"],
-                          capture_output=True).returncode == 0
 
 
 def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
@@ -180,7 +171,7 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     common = shlex.split(setup.get("common", ""))
     test_labels = _labels_of(test)
     peers = config.get("peer", []) if with_peer and config.get("peer") else []
-    if peers and not peer_available():
+    if peers and not vw_available():
         out.write("vowpalwabbit is not installed: the [[peer]] models are skipped\n")
         peers = []
     plan = [(model, "pyvw-lite") for model in config["models"]] + [(m, "VW") for m in peers]
