@@ -157,7 +157,7 @@ def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, lo
 @kernel
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b, adaptive_eta0):
+                importance, rtol, atol, a, b, adaptive_eta0, low, high):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
@@ -168,6 +168,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     ``adaptive_eta0 > 0``: the linear terms take per-feature adaptive rates (fixed for the
     step) instead of the flow's plain ``eta``; the flow stays exact, the linear part of ``X``
     is just weighted by the rates.  0: every parameter at the plain rate (SPEC §B as written).
+
+    The step is solved from the prediction clipped to ``[low, high]`` (the label range, as the
+    linear learners see it): the flow's curve is the same up to that shift, so a match far on
+    the wrong side moves as one at the edge of the range instead of by its whole margin.
     """
     n_pairs = ranges.shape[0]
     for side in range(n_sides):
@@ -186,6 +190,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     if adaptive_eta0 > 0.0:
         X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
                           label, importance, adaptive_eta0, eta, rates, True)
+    p = min(max(p, low), high)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
         capped = False
@@ -309,7 +314,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE])
+                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE], -np.inf, np.inf)
         caps += capped
     return caps
 

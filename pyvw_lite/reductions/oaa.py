@@ -78,7 +78,8 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
                                     1.0 if c == truth else -1.0, initials[e], eta, importance,
-                                    rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE])
+                                    rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                    -np.inf, np.inf)
             caps += capped
     return caps
 

@@ -119,6 +119,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     offsets = class_offsets(n_classes, mask)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)
     a, b, ranges, pair_offsets = scratch(pairs.shape[0], rank, 2)
+    fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
         first = starts[e]
@@ -134,10 +135,14 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         for m in range(count):
             pair_offsets[0] = offsets[matches[m, 1]]
             pair_offsets[1] = offsets[matches[m, 2]]
+            label = np.float64(matches[m, 3])
+            if not fixed_range:
+                widen_range(state, label)
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
-                                    mask, loss, np.float64(matches[m, 3]), 0.0, eta, importance,
-                                    rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE])
+                                    mask, loss, label, 0.0, eta, importance, rtol, atol, a, b,
+                                    params[P_ETA] * params[P_DYAD_ADAPTIVE], state[MIN_LABEL],
+                                    state[MAX_LABEL])
             caps += capped
     return caps
 
