@@ -89,6 +89,11 @@ def crowd(
                                           "model's posteriors)"),
     max_iters: int = typer.Option(DEFAULTS["max_iters"], "--max_iters", help="batch EM iteration cap"),
     tol: float = typer.Option(DEFAULTS["tol"], "--tol", help="batch EM relative objective tolerance"),
+    executor: str = typer.Option(None, "--executor", help="batch EM on shards: serial, "
+                                                          "processes:N, dask:ADDRESS or "
+                                                          "dask-local:N"),
+    shards: int = typer.Option(0, "--shards", help="with --executor: item shards (default: "
+                                                   "one per worker)"),
     model_name: str = typer.Option("flass", "--model", help="the model (flass, the only one)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:
@@ -104,7 +109,8 @@ def crowd(
                        no_hyper=no_hyper, worker_map=worker_map, n_worker_bits=n_worker_bits,
                        eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
                        progressive=progressive,
-                       max_iters=max_iters, tol=tol, quiet=quiet)
+                       max_iters=max_iters, tol=tol, executor=executor, shards=shards,
+                       quiet=quiet)
     raise typer.Exit(main(options))
 
 

@@ -49,6 +49,8 @@ class CrowdRun:
     progressive: bool = False
     max_iters: int = DEFAULTS["max_iters"]
     tol: float = DEFAULTS["tol"]
+    executor: str | None = None
+    shards: int = 0
     quiet: bool = False
 
 
@@ -138,7 +140,18 @@ def run(run: CrowdRun) -> int:
         config = _config(run, data)
         progress = BatchProgress(err)
         progress.header()
-        result = batch_em(data, config, max_iters=run.max_iters, tol=run.tol, report=progress)
+        if run.executor:
+            from ..distributed.crowd_em import sharded_batch_em
+            from ..distributed.executor import executor_from
+            executor = executor_from(run.executor)
+            try:
+                result = sharded_batch_em(data, config, executor, shards=run.shards or None,
+                                          max_iters=run.max_iters, tol=run.tol, report=progress)
+            finally:
+                executor.close()
+            summary.append(f"executor = {executor.name}")
+        else:
+            result = batch_em(data, config, max_iters=run.max_iters, tol=run.tol, report=progress)
         progress.finish()
         model, q = result.model, result.q
         summary += [f"iterations = {result.iterations}"
@@ -146,6 +159,9 @@ def run(run: CrowdRun) -> int:
                     f"objective = {result.objective[-1]:.6f}",
                     f"used worker slots = {result.used_slots}"]
     else:
+        if run.executor:
+            raise ValueError("--executor runs batch EM (--batch) on shards; online EM is "
+                             "sequential")
         if (run.max_iters, run.tol) != (DEFAULTS["max_iters"], DEFAULTS["tol"]) and err:
             err.write("warning: --max_iters and --tol only affect batch EM (--batch)\n")
         if model is None:

@@ -124,10 +124,24 @@ class _BatchFit:
                                         data.rating_label, self.K, self.log_prior, data.gold,
                                         self.b, c.kappa, c.sigma_b, self.q)
         else:
-            table = kernels.log_likelihood_table(model.alpha, math.exp(c.kappa))
-            items, self.label_sums, self.class_mass = kernels.batch_items_fixed_beta(
-                table.reshape(-1, self.K), data.item_start, self.rating_row, self.K,
-                self.log_prior, data.gold, 0.0, self.q, self.chunks)
+            items = self.fixed_items_pass()
+        return self.objective(items)
+
+    def fixed_items_pass(self) -> float:
+        """E-step of every item with beta = e^kappa; keeps the answer sums and class mass."""
+        table = kernels.log_likelihood_table(self.model.alpha, math.exp(self.config.kappa))
+        items, self.label_sums, self.class_mass = kernels.batch_items_fixed_beta(
+            table.reshape(-1, self.K), self.data.item_start, self.rating_row, self.K,
+            self.log_prior, self.data.gold, 0.0, self.q, self.chunks)
+        return items
+
+    def finish(self) -> None:
+        """Posteriors at the final parameters are in ``q`` already (a sharded fit gathers them)."""
+
+    def objective(self, items: float) -> float:
+        """F: the items' part plus the log priors of the worker, hypermean and class-prior
+        parameters (SPEC §E.2)."""
+        model, c = self.model, self.config
         _, param_k, param_l = model.layout
         objective = items + kernels.prior_log_density(model.alpha, model.mu, model.nu, self.used,
                                                       param_k, param_l, c.sigma_alpha, c.sigma_mu)
@@ -157,14 +171,14 @@ class _BatchFit:
 
 
 def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol: float = 1e-6,
-             report=None) -> BatchResult:
+             report=None, fit: _BatchFit | None = None) -> BatchResult:
     """Fit the model of SPEC §E.1 to all of ``data``; ``report(iteration, F, phase, q)`` after
     each item pass.  Stops when F changes by less than ``tol`` relative (SPEC §E.3 says 1e-8;
     from 1e-6 on the labels of the shared crowd sets no longer move) or after ``max_iters``
     item passes."""
     started = time.perf_counter()
     announce_compile(kernels.batch_items_fixed_beta, kernels.alpha_rows_step)
-    fit = _BatchFit(data, config)
+    fit = fit or _BatchFit(data, config)  # a sharded fit runs its item passes elsewhere
     phase = PHASE_FIXED if config.sigma_b == 0.0 else PHASE_WARM
     result = BatchResult(model=fit.model, q=fit.q, b=fit.b, used_slots=int(fit.used.sum()))
     previous = None
@@ -185,6 +199,7 @@ def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol:
                 break
             phase = PHASE_FULL
             previous = None  # the first full pass starts where the warm phase stopped
+    fit.finish()
     fit.model.theta = fit.theta
     fit.model.t = data.n_items
     result.seconds = time.perf_counter() - started

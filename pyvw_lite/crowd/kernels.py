@@ -27,6 +27,7 @@ B_NEWTON_ITERS = 30
 B_GRADIENT_TOL = 1e-10
 HALVINGS = 40
 RESOLUTION = 1e-14  # relative: gains and steps below this are rounding, not progress
+SUM_SCALE = float(2 ** 36)  # fixed point of the answer sums: exact up to 2^27 ratings of a row
 
 
 @kernel(inline="always")
@@ -209,12 +210,14 @@ def batch_items_fixed_beta(log_table, item_start, rating_row, K, log_prior, gold
     truth k) of that slot.  Returns (sum of F-hat_i, label sums, class mass): ``sums[row, k]`` =
     the posterior mass of truth k over the row's ratings; ``mass[k]`` = the posterior mass of
     truth k over items without gold.  Each of ``n_chunks`` threads fills its own copy of the sums
-    (no write races).
+    (no write races).  The sums are kept in fixed point (posteriors rounded to 2^-36): integer
+    sums do not depend on the order of addition, so any split of the items into chunks or
+    shards gives bit-identical statistics.
     """
     n_items = item_start.size - 1
     n_rows = log_table.shape[0]
-    partial = np.zeros((n_chunks, n_rows, K))
-    mass = np.zeros((n_chunks, K))
+    partial = np.zeros((n_chunks, n_rows, K), dtype=np.int64)
+    mass = np.zeros((n_chunks, K), dtype=np.int64)
     values = np.zeros(n_chunks)
     for c in prange(n_chunks):
         LL = np.empty(K)
@@ -228,20 +231,24 @@ def batch_items_fixed_beta(log_table, item_start, rating_row, K, log_prior, gold
                     LL[k] += log_table[row, k]
             posterior = q[i]
             total += _posterior(LL, log_prior, gold[i], K, posterior) - b_prior_term
-            if gold[i] < 0:
-                for k in range(K):
-                    mass[c, k] += posterior[k]
-            for r in range(item_start[i], item_start[i + 1]):
-                row = rating_row[r]
-                for k in range(K):
-                    sums[row, k] += posterior[k]
-        values[c] = total
-    sums = partial[0].copy()
-    for c in range(1, n_chunks):
-        for row in prange(n_rows):
             for k in range(K):
-                sums[row, k] += partial[c, row, k]
-    return values.sum(), sums, mass.sum(axis=0)
+                fixed = np.int64(posterior[k] * SUM_SCALE + 0.5)
+                if gold[i] < 0:
+                    mass[c, k] += fixed
+                for r in range(item_start[i], item_start[i + 1]):
+                    sums[rating_row[r], k] += fixed
+        values[c] = total
+    sums = np.zeros((n_rows, K))
+    for row in prange(n_rows):
+        for k in range(K):
+            exact = np.int64(0)
+            for c in range(n_chunks):
+                exact += partial[c, row, k]
+            sums[row, k] = exact / SUM_SCALE
+    class_mass = np.zeros(K)
+    for k in range(K):
+        class_mass[k] = mass[:, k].sum() / SUM_SCALE
+    return values.sum(), sums, class_mass
 
 
 @kernel(parallel=True)

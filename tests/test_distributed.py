@@ -1,0 +1,97 @@
+"""Map-reduce batch EM on executors: any sharding gives the single-machine fit, on the serial
+executor, a local process pool and a real Dask LocalCluster (2 workers, loopback), also when a
+worker is killed mid-run."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from pyvw_lite import datasets
+from pyvw_lite.crowd.batch import batch_em
+from pyvw_lite.crowd.model import CrowdConfig
+from pyvw_lite.distributed.crowd_em import sharded_batch_em
+from pyvw_lite.distributed.executor import DaskExecutor, executor_from
+from pyvw_lite.io.crowd_input import read_triples
+
+
+@pytest.fixture(scope="module")
+def problem():
+    data = read_triples(str(datasets.folder("act_MS") / "answers.csv"))
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, worker_map="exact")
+    return data, config, batch_em(data, config)
+
+
+def assert_same_fit(result, reference):
+    assert result.iterations == reference.iterations
+    for ours, theirs in ((result.model.alpha, reference.model.alpha),
+                         (result.model.mu, reference.model.mu),
+                         (result.model.theta, reference.model.theta), (result.q, reference.q)):
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
+    assert result.objective == pytest.approx(reference.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("shards", [1, 2, 5])
+def test_serial_shards_equal_one_machine(problem, shards):
+    data, config, reference = problem
+    assert_same_fit(sharded_batch_em(data, config, executor_from("serial"), shards=shards),
+                    reference)
+
+
+def test_process_pool_equals_one_machine(problem):
+    data, config, reference = problem
+    executor = executor_from("processes:2")
+    try:
+        assert_same_fit(sharded_batch_em(data, config, executor), reference)
+    finally:
+        executor.close()
+
+
+@pytest.fixture(scope="module")
+def dask_executor():
+    executor = DaskExecutor(workers=2)  # a real LocalCluster: 2 worker processes on loopback
+    yield executor
+    executor.close()
+
+
+def test_dask_local_cluster_equals_one_machine(problem, dask_executor):
+    data, config, reference = problem
+    assert dask_executor.workers == 2
+    assert_same_fit(sharded_batch_em(data, config, dask_executor, shards=2), reference)
+
+
+def test_a_worker_killed_mid_run_changes_nothing(problem):
+    data, config, reference = problem
+    executor = DaskExecutor(workers=2)
+    try:
+        pids = executor.client.run(os.getpid)
+        killed = []
+
+        def kill_one(iteration, *_):
+            if iteration == 3 and not killed:
+                victim = sorted(pids.values())[0]
+                os.kill(victim, signal.SIGKILL)  # the nanny restarts it; its shard is lost
+                killed.append(victim)
+
+        result = sharded_batch_em(data, config, executor, shards=2, report=kill_one)
+        assert killed
+        assert_same_fit(result, reference)
+    finally:
+        executor.close()
+
+
+def test_executor_specs():
+    assert executor_from("serial").name == "serial"
+    assert executor_from("processes:3").workers == 3
+    for bad in ("threads", "processes:x", "dask-local:y"):
+        with pytest.raises(ValueError, match="--executor"):
+            executor_from(bad)
+
+
+def test_models_outside_the_sharded_scope_are_refused(problem):
+    data, _, _ = problem
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, sigma_b=1.0)
+    with pytest.raises(ValueError, match="difficulty model"):
+        sharded_batch_em(data, config, executor_from("serial"))
