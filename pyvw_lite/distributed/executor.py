@@ -53,8 +53,9 @@ class ProcessExecutor:
         self.store: dict[int, object] = {}
 
     def put(self, data):
-        if self.pool is not None:
-            raise RuntimeError("put all shard data before the first map")
+        if self.pool is not None:  # new data: the next map starts workers that receive it all
+            self.pool.shutdown()
+            self.pool = None
         key = next(_KEYS)
         self.store[key] = data
         return key
