@@ -95,3 +95,47 @@ def test_models_outside_the_sharded_scope_are_refused(problem):
     config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, sigma_b=1.0)
     with pytest.raises(ValueError, match="difficulty model"):
         sharded_batch_em(data, config, executor_from("serial"))
+
+
+@pytest.fixture(scope="module")
+def rater_lines():
+    from pyvw_lite.synthetic import rater_task
+    lines = rater_task(n_ratings=22_000, n_tasks=4_000, n_raters=300, classes=2,
+                       seed=7).vw_lines(binary=True)
+    return lines[:20_000], lines[20_000:]
+
+
+def held_out_loss(workspace, held):
+    labels = np.array([float(line.split()[0]) for line in held])
+    return float(np.mean(np.log1p(np.exp(-labels * workspace.predict(held)))))
+
+
+def test_one_shard_is_plain_multi_pass_learning(rater_lines):
+    from pyvw_lite import Workspace
+    from pyvw_lite.distributed.learn import sharded_learn
+    lines, _ = rater_lines
+    argv = ["--loss_function", "logistic", "-b", "18"]
+    single = Workspace(argv + ["--quiet"])
+    for _ in range(3):
+        single.learn(lines)
+    sharded = sharded_learn(lines, argv, executor_from("serial"), passes=3, shards=1)
+    # weights, squared-gradient sums, normalizers (column 3 is a per-update scratch rate)
+    np.testing.assert_array_equal(sharded.weights[:, :3], single.weights[:, :3])
+    np.testing.assert_array_equal(sharded.state, single.state)
+
+
+@pytest.mark.parametrize("averaging", ["adaptive", "mean"])
+def test_sharded_learning_matches_single_process_on_held_out_data(rater_lines, averaging,
+                                                                  dask_executor):
+    from pyvw_lite import Workspace
+    from pyvw_lite.distributed.learn import sharded_learn
+    lines, held = rater_lines
+    argv = ["--loss_function", "logistic", "-b", "18"]
+    single = Workspace(argv + ["--quiet"])
+    for _ in range(5):
+        single.learn(lines)
+    serial = sharded_learn(lines, argv, executor_from("serial"), passes=5, shards=2,
+                           averaging=averaging)
+    on_dask = sharded_learn(lines, argv, dask_executor, passes=5, shards=2, averaging=averaging)
+    np.testing.assert_array_equal(on_dask.weights, serial.weights)  # the executor is irrelevant
+    assert held_out_loss(serial, held) <= held_out_loss(single, held) * 1.02
