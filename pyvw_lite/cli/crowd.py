@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..crowd.defaults import DEFAULTS
-from ..io.crowd_input import CrowdData, CrowdInputError, label_index, read_answers, read_gold
+from ..io.crowd_input import CrowdData, CrowdInputError, known_labels, read_answers, read_gold
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
 
@@ -72,21 +72,11 @@ def _config(run: CrowdRun, data: CrowdData):
 
 
 def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
-    truth = read_gold(truth_path)
-    index = label_index(data.label_names)
-    position = {name: i for i, name in enumerate(data.task_names.tolist())}
-    items, expected = [], []
-    for task, (label, line) in truth.items():
-        i = position.get(task)
-        if i is None:
-            continue
-        if str(label) not in index:
-            raise CrowdInputError(f"{truth_path}:{line}: unknown label {label!r} for task {task!r}")
-        items.append(i)
-        expected.append(index[str(label)])
-    if not items:
+    known = known_labels(data, read_gold(truth_path), truth_path)
+    scored = known >= 0
+    if not scored.any():
         return float("nan"), 0
-    return float((labels[np.array(items)] == np.array(expected)).mean()), len(items)
+    return float((labels[scored] == known[scored]).mean()), int(scored.sum())
 
 
 def run(run: CrowdRun) -> int:

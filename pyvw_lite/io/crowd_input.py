@@ -176,11 +176,12 @@ def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict |
     return data
 
 
-def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
-    """Mark known items; ``gold`` maps task id to label text.  Returns the number applied."""
+def known_labels(data: CrowdData, gold: dict, where: str) -> np.ndarray:
+    """Each item's label index from ``gold`` (task id -> label text, or (text, line)), -1 for
+    items it does not name; a label outside the data's labels is an error at its line."""
     index = label_index(data.label_names)
     position = {name: i for i, name in enumerate(data.task_names.tolist())}
-    applied = 0
+    known = np.full(data.n_items, -1, dtype=np.int64)
     for task, entry in gold.items():
         label, line = entry if isinstance(entry, tuple) else (entry, None)
         if str(label) not in index:
@@ -189,9 +190,15 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
                                   f"{task!r} (labels: {', '.join(data.label_names)})")
         i = position.get(task)
         if i is not None:
-            data.gold[i] = index[str(label)]
-            applied += 1
-    return applied
+            known[i] = index[str(label)]
+    return known
+
+
+def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
+    """Mark known items; ``gold`` maps task id to label text.  Returns the number applied."""
+    known = known_labels(data, gold, where)
+    data.gold = np.where(known >= 0, known, data.gold)
+    return int((known >= 0).sum())
 
 
 def _open_text(path: str):

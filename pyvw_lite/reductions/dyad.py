@@ -169,9 +169,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     step) instead of the flow's plain ``eta``; the flow stays exact, the linear part of ``X``
     is just weighted by the rates.  0: every parameter at the plain rate (SPEC §B as written).
 
-    The step is solved from the prediction clipped to ``[low, high]`` (the label range, as the
-    linear learners see it): the flow's curve is the same up to that shift, so a match far on
-    the wrong side moves as one at the edge of the range instead of by its whole margin.
+    The step is solved from the prediction clipped to ``[low, high]``: the multiclass
+    reductions pass their binary problems' ±1 range, as their linear versions (and VW) clip, so
+    a class far on the wrong side moves as one at the edge of the range instead of by its whole
+    margin; the flow's curve is the same up to that shift.
     """
     n_pairs = ranges.shape[0]
     for side in range(n_sides):
@@ -314,7 +315,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE], -np.inf, np.inf)
+                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                -np.inf, np.inf)  # binary/regression: unclipped, SPEC §B's flow
         caps += capped
     return caps
 

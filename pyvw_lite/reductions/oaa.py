@@ -60,6 +60,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     scores = np.empty(n_classes)
     offsets = class_offsets(n_classes, mask)
     a, b, ranges, one = scratch(pairs.shape[0], rank, 1)
+    fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
         first = starts[e]
@@ -72,6 +73,9 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         importance = importances[e]
         if not starts_training(training, truth, holdout[e], importance, state):
             continue
+        if not fixed_range:  # as the linear one-against-all: each class is a ±1 problem
+            widen_range(state, -1.0)
+            widen_range(state, 1.0)
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
         for c in range(n_classes):
             one[0] = offsets[c]
@@ -79,7 +83,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                     feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
                                     1.0 if c == truth else -1.0, initials[e], eta, importance,
                                     rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                    -np.inf, np.inf)
+                                    state[MIN_LABEL], state[MAX_LABEL])
             caps += capped
     return caps
 
