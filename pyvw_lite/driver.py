@@ -22,6 +22,22 @@ from .options import OptionError
 from .workspace import Workspace, _prefetch, format_prediction
 
 
+def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
+                     labelled, pred, features) -> None:
+    """Feed examples, in order, to the progress table; ``truth`` holds the labels, or the
+    class indices under a multiclass reduction."""
+    if reduction is not None:
+        labels = np.zeros(truth.shape[0])
+        label_text = lambda i: reduction.label_text(int(truth[i]))  # noqa: E731
+        prediction_text = lambda i: reduction.label_text(int(pred[i]))  # noqa: E731
+    else:
+        labels = truth
+        label_text = lambda i: f"{truth[i]:.4f}" if labelled[i] else "unknown"  # noqa: E731
+        prediction_text = lambda i: f"{pred[i]:.4f}"  # noqa: E731
+    progress.account(weight=weight, loss=loss, labelled=labelled, holdout=holdout, label=labels,
+                     features=features, label_text=label_text, prediction_text=prediction_text)
+
+
 class Driver:
     def __init__(self, workspace: Workspace):
         self.ws = workspace
@@ -172,14 +188,11 @@ class Driver:
             total = os.path.getsize(cache_path) if read_cache else text_source.total_bytes
             bar = LiveBar("pass 1", total)
             self.progress.bar = bar
-        writer_specs = [(path, which) for path, which in ((o.predictions, 0), (o.raw_predictions, 1))
-                        if path]
-        contexts = [atomic_write(path, binary=False) for path, _ in writer_specs]
-        writers = [(context.__enter__(), which) for context, (_, which) in zip(contexts, writer_specs)]
+        contexts, writers = self._open_writers()
         cache_writer = None
         passes_used = 0
         early_stopped = False
-        no_win = 0
+        self.no_win = 0
         try:
             for pass_index in range(o.passes):
                 self.pass_position = 0
@@ -209,32 +222,56 @@ class Driver:
                     cache_writer.close()
                     cache_writer = None
                 passes_used += 1
-                improved = self.progress.end_pass()
-                if not self.progress.holdout_off:
-                    if improved:
-                        no_win = 0
-                        if o.final_regressor and pass_index + 1 < o.passes:
-                            ws.save(o.final_regressor)
-                    else:
-                        no_win += 1
-                        if no_win >= o.early_terminate and pass_index + 1 < o.passes:
-                            early_stopped = True
-                            break
-                ws.params[gd.P_ETA] *= o.decay_learning_rate
+                if self._end_pass(pass_index):
+                    early_stopped = True
+                    break
         except BaseException:
             if cache_writer is not None:
                 cache_writer.abort()
-            for context in contexts:
-                context.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            self._close_writers(contexts, failed=True)
             if bar is not None:
                 bar.stop()
             raise
-        for context in contexts:
-            context.__exit__(None, None, None)
+        self._close_writers(contexts, failed=False)
         if bar is not None:
             bar.stop()
         self._finish(passes_used, early_stopped)
         return 0
+
+    def _open_writers(self):
+        """Atomic writers of -p (0) and -r (1): (contexts, [(handle, which)])."""
+        o = self.o
+        specs = [(path, which) for path, which in ((o.predictions, 0), (o.raw_predictions, 1))
+                 if path]
+        contexts = [atomic_write(path, binary=False) for path, _ in specs]
+        return contexts, [(context.__enter__(), which) for context, (_, which) in zip(contexts, specs)]
+
+    @staticmethod
+    def _close_writers(contexts, failed: bool) -> None:
+        """Publish the prediction files, or discard them when the run failed."""
+        for context in contexts:
+            if failed:
+                context.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            else:
+                context.__exit__(None, None, None)
+
+    def _end_pass(self, pass_index: int) -> bool:
+        """Close a pass (holdout bookkeeping, best-model save, learning-rate decay); True when
+        the holdout loss stopped improving (VW's early termination)."""
+        o, ws = self.o, self.ws
+        improved = self.progress.end_pass()
+        last = pass_index + 1 >= o.passes
+        if not self.progress.holdout_off:
+            if improved:
+                self.no_win = 0
+                if o.final_regressor and not last:
+                    ws.save(o.final_regressor)
+            else:
+                self.no_win += 1
+                if self.no_win >= o.early_terminate and not last:
+                    return True
+        ws.params[gd.P_ETA] *= o.decay_learning_rate
+        return False
 
     def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
         ws = self.ws
@@ -245,26 +282,22 @@ class Driver:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
         multiclass = ws.reduction
         if multiclass is not None:
-            classes = batch.classes[rows]
-            labelled = classes >= 0
-            labels = np.zeros(rows.size)
-            label_text = lambda i: multiclass.label_text(int(classes[i]))  # noqa: E731
-            prediction_text = lambda i: multiclass.label_text(int(pred[i]))  # noqa: E731
+            truth = batch.classes[rows]
+            labelled = truth >= 0
         else:
+            truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
-            labels = batch.ex_float[rows, LABEL]
-            label_text = lambda i: f"{labels[i]:.4f}" if labelled[i] else "unknown"  # noqa: E731
-            prediction_text = lambda i: f"{pred[i]:.4f}"  # noqa: E731
-        self.progress.account(
-            weight=batch.ex_float[rows, 1], loss=loss, labelled=labelled,
-            holdout=holdout.astype(bool), label=labels, features=nfeat,
-            label_text=label_text, prediction_text=prediction_text)
+        self._account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
+                      truth=truth, labelled=labelled, pred=pred, features=nfeat)
         scored = multiclass is not None and (self.o.scores or self.o.probabilities)
         requests = np.concatenate(ws.requests) if ws.requests else None
         for handle, which in writers:
             values = raw if which == 1 or scored else pred
             handle.write(self._prediction_lines(batch, rows, values,
                                                 requests if which == 0 else None))
+
+    def _account(self, **examples) -> None:
+        account_examples(self.progress, self.ws.reduction, **examples)
 
     def _finish(self, passes_used: int, early_stopped: bool) -> None:
         o, ws = self.o, self.ws

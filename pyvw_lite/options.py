@@ -162,6 +162,13 @@ OPTIONS: tuple[Option, ...] = (
            "Multiclass", keep=True, metavar="A,B,C"),
     Option("indexing", INT, None, "labels are 0..K-1 (0) or 1..K (1); detected when not given",
            "Multiclass", keep=True, choices=("0", "1"), metavar="0|1"),
+    # scale-out
+    Option("executor", STR, None, "learn on shards, averaging after each pass: serial, "
+           "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="SPEC"),
+    Option("shards", INT, 0, "number of shards (0: one per worker)", "Scale-out", metavar="N"),
+    Option("averaging", STR, "adaptive", "how shard models combine after a pass: adaptive "
+           "(updates weighted by their squared gradients) or mean", "Scale-out",
+           choices=("adaptive", "mean")),
 )
 
 BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -322,6 +329,8 @@ def _is_number(token: str) -> bool:
 
 def options_from(args: str | Sequence[str] | None = None, **keywords: Any) -> Options:
     """Options from a VW string (``"--oaa 5 -b 20"``), an argv list, and/or keyword values."""
+    if isinstance(args, Options) and not keywords:
+        return Options(dict(args.as_dict()), set(args.given))
     if args is None:
         argv: list[str] = []
     elif isinstance(args, str):

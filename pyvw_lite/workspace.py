@@ -604,5 +604,8 @@ class Workspace:
     # ------------------------------------------------------------------ the driver
     def run(self) -> int:
         """Run the VW-style job the options describe (what the ``pyvw-lite`` command does)."""
+        if self.options.executor:
+            from .distributed.learn import ShardedDriver
+            return ShardedDriver(self).run()
         from .driver import Driver
         return Driver(self).run()

@@ -43,3 +43,12 @@ def rater_task_file(tmp_path):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261121)
+
+
+@pytest.fixture(scope="session")
+def dask_executor():
+    """A real Dask LocalCluster: 2 worker processes on loopback, shared by the session."""
+    from pyvw_lite.distributed.executor import DaskExecutor
+    executor = DaskExecutor(workers=2)
+    yield executor
+    executor.close()

@@ -1,6 +1,6 @@
 """Map-reduce batch EM on executors: any sharding gives the single-machine fit, on the serial
 executor, a local process pool and a real Dask LocalCluster (2 workers, loopback), also when a
-worker is killed mid-run."""
+worker is killed mid-run.  Sharded learning: tests/test_sharded_learning.py."""
 from __future__ import annotations
 
 import os
@@ -49,13 +49,6 @@ def test_process_pool_equals_one_machine(problem):
         executor.close()
 
 
-@pytest.fixture(scope="module")
-def dask_executor():
-    executor = DaskExecutor(workers=2)  # a real LocalCluster: 2 worker processes on loopback
-    yield executor
-    executor.close()
-
-
 def test_dask_local_cluster_equals_one_machine(problem, dask_executor):
     data, config, reference = problem
     assert dask_executor.workers == 2
@@ -97,45 +90,41 @@ def test_models_outside_the_sharded_scope_are_refused(problem):
         sharded_batch_em(data, config, executor_from("serial"))
 
 
-@pytest.fixture(scope="module")
-def rater_lines():
-    from pyvw_lite.synthetic import rater_task
-    lines = rater_task(n_ratings=22_000, n_tasks=4_000, n_raters=300, classes=2,
-                       seed=7).vw_lines(binary=True)
-    return lines[:20_000], lines[20_000:]
+def doubled_after(data, seconds):
+    """A shard task for the process-pool tests (module level: the workers import it)."""
+    import time
+    time.sleep(seconds)
+    return data * 2
 
 
-def held_out_loss(workspace, held):
-    labels = np.array([float(line.split()[0]) for line in held])
-    return float(np.mean(np.log1p(np.exp(-labels * workspace.predict(held)))))
+def test_process_pool_keeps_shards_in_place_and_survives_a_killed_worker():
+    import threading
+    executor = executor_from("processes:2")
+    try:
+        handles = [executor.put(np.arange(3) + 10 * i) for i in range(4)]
+        first = executor.map(doubled_after, handles, [(0.0,)] * 4)
+        assert [list(r) for r in first] == [[20 * i, 20 * i + 2, 20 * i + 4] for i in range(4)]
+        assert [executor.owner[h] for h in handles] == [0, 1, 0, 1]  # shards stay put
+        victim = executor.processes[0]
+        timer = threading.Timer(0.5, os.kill, (victim.pid, signal.SIGKILL))
+        timer.start()
+        again = executor.map(doubled_after, handles, [(1.0,)] * 4)  # killed mid-task
+        timer.join()
+        assert executor.processes[0] is not victim
+        assert all(np.array_equal(a, b) for a, b in zip(again, first))
+        os.kill(executor.processes[1].pid, signal.SIGKILL)  # dead while idle
+        executor.processes[1].join()
+        assert all(np.array_equal(a, b) for a, b in
+                   zip(executor.map(doubled_after, handles, [(0.0,)] * 4), first))
+    finally:
+        executor.close()
 
 
-def test_one_shard_is_plain_multi_pass_learning(rater_lines):
-    from pyvw_lite import Workspace
-    from pyvw_lite.distributed.learn import sharded_learn
-    lines, _ = rater_lines
-    argv = ["--loss_function", "logistic", "-b", "18"]
-    single = Workspace(argv + ["--quiet"])
-    for _ in range(3):
-        single.learn(lines)
-    sharded = sharded_learn(lines, argv, executor_from("serial"), passes=3, shards=1)
-    # weights, squared-gradient sums, normalizers (column 3 is a per-update scratch rate)
-    np.testing.assert_array_equal(sharded.weights[:, :3], single.weights[:, :3])
-    np.testing.assert_array_equal(sharded.state, single.state)
-
-
-@pytest.mark.parametrize("averaging", ["adaptive", "mean"])
-def test_sharded_learning_matches_single_process_on_held_out_data(rater_lines, averaging,
-                                                                  dask_executor):
-    from pyvw_lite import Workspace
-    from pyvw_lite.distributed.learn import sharded_learn
-    lines, held = rater_lines
-    argv = ["--loss_function", "logistic", "-b", "18"]
-    single = Workspace(argv + ["--quiet"])
-    for _ in range(5):
-        single.learn(lines)
-    serial = sharded_learn(lines, argv, executor_from("serial"), passes=5, shards=2,
-                           averaging=averaging)
-    on_dask = sharded_learn(lines, argv, dask_executor, passes=5, shards=2, averaging=averaging)
-    np.testing.assert_array_equal(on_dask.weights, serial.weights)  # the executor is irrelevant
-    assert held_out_loss(serial, held) <= held_out_loss(single, held) * 1.02
+def test_a_task_error_reaches_the_driver():
+    executor = executor_from("processes:1")
+    try:
+        handle = executor.put("text")
+        with pytest.raises(TypeError):
+            executor.map(doubled_after, [handle], [("not seconds",)])
+    finally:
+        executor.close()

@@ -144,6 +144,26 @@ def bench_crowd(
             json.dump(rows, handle, indent=1)
 
 
+@app.command("bench-scale")
+def bench_scale(
+    lines: int = typer.Option(1_000_000, "--lines", "-n", help="rater-task lines to learn from "
+                                                              "(0: skip learning)"),
+    tasks: int = typer.Option(1_000_000, "--tasks", help="crowd tasks for batch EM (0: skip)"),
+    passes: int = typer.Option(3, "--passes", help="learning passes"),
+    repeat: int = typer.Option(3, "--repeat", help="runs per executor (median kept)"),
+    seed: int = typer.Option(12345, "--seed", help="seed of the generated data"),
+    workdir: str = typer.Option(None, "--workdir", help="keep the generated data here"),
+    json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
+) -> None:
+    """Time sharded learning and map-reduce batch EM on serial, processes:2 and dask-local:2."""
+    from .scale_bench import rows_json, run_scale_bench
+    rows = run_scale_bench(lines=lines, tasks=tasks, passes=passes, repeat=repeat, seed=seed,
+                           workdir=workdir)
+    if json_out:
+        with open(json_out, "w") as handle:
+            handle.write(rows_json(rows))
+
+
 def _workflow_errors(action):
     """Run a workflow step; bad input becomes one located line and exit status 1."""
     from ..io.crowd_input import CrowdInputError

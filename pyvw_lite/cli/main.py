@@ -15,6 +15,7 @@ SUBCOMMANDS = {
     "bench": "time pyvw-lite (and VW, when installed) on seeded rater-task data",
     "crowd": "true labels from crowd answers (online or batch EM, baselines)",
     "bench-crowd": "time crowd label extraction (and crowd-kit, when installed)",
+    "bench-scale": "time sharded learning and batch EM on each executor",
     "convert": "crowd answers to rater-task VW lines, or predictions back to labels",
     "split": "seeded train/test split of lines",
     "evaluate": "0/1 loss with error bars, precision/recall, confusion matrix",

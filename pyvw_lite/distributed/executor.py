@@ -11,18 +11,9 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import wait
 
-_STORE: dict[int, object] = {}  # shard data of a process pool, set in each worker at its start
 _KEYS = itertools.count()
-
-
-def _receive(store: dict) -> None:
-    _STORE.update(store)
-
-
-def _call_with_stored(task, key, args):
-    return task(_STORE[key], *args)
 
 
 class SerialExecutor:
@@ -40,40 +31,127 @@ class SerialExecutor:
         pass
 
 
+def _serve(connection) -> None:
+    """A worker process: keeps the shards it is given and runs tasks on them, one at a time."""
+    store: dict[int, object] = {}
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        if message[0] == "put":
+            store[message[1]] = message[2]
+            continue
+        _, task, key, args = message
+        try:
+            reply = ("ok", task(store[key], *args))
+        except Exception as exc:  # the task's own error goes back to the driver
+            reply = ("error", exc)
+        connection.send(reply)
+
+
 class ProcessExecutor:
-    """A pool of fresh ("spawn") processes, which each receive the shard data once when they
-    start instead of with every task.  (Fork is unsafe once numba's OpenMP threads exist.)"""
+    """N fresh ("spawn") processes on this machine.  Each shard lives in one process, which
+    receives it once and runs every task on it, so what a task keeps with its shard (parsed
+    examples) stays useful.  A process that dies is started again with its shards and its task
+    is repeated.  (Fork is unsafe once numba's threads exist.)"""
 
     def __init__(self, workers: int):
         if workers < 1:
             raise ValueError("processes:N needs N >= 1")
         self.name = f"processes:{workers}"
         self.workers = workers
-        self.pool = None
-        self.store: dict[int, object] = {}
+        self.context = multiprocessing.get_context("spawn")
+        self.processes: list = [None] * workers
+        self.connections: list = [None] * workers
+        self.payloads: dict[int, object] = {}
+        self.owner: dict[int, int] = {}
+
+    def _start(self, worker: int) -> None:
+        parent, child = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(child,), daemon=True)
+        process.start()
+        child.close()
+        self.processes[worker], self.connections[worker] = process, parent
+        for key, owner in self.owner.items():
+            if owner == worker:
+                parent.send(("put", key, self.payloads[key]))
 
     def put(self, data):
-        if self.pool is not None:  # new data: the next map starts workers that receive it all
-            self.pool.shutdown()
-            self.pool = None
         key = next(_KEYS)
-        self.store[key] = data
+        self.payloads[key] = data
+        self.owner[key] = worker = len(self.owner) % self.workers
+        if self.connections[worker] is not None:
+            self.connections[worker].send(("put", key, data))
         return key
 
     def map(self, task, handles, args):
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers,
-                                            mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_receive, initargs=(self.store,))
-        futures = [self.pool.submit(_call_with_stored, task, handle, extra)
-                   for handle, extra in zip(handles, args)]
-        return [future.result() for future in futures]
+        """Each worker runs its shards' tasks in turn; a task is sent only when its worker is
+        free (big arguments and results never wait on each other in a full pipe)."""
+        for worker in range(self.workers):
+            if self.connections[worker] is None:
+                self._start(worker)
+        queues: dict[int, list[int]] = {}
+        for index, handle in enumerate(handles):
+            queues.setdefault(self.owner[handle], []).append(index)
+        jobs = list(zip(handles, args))
+        results: list = [None] * len(jobs)
+        running: dict = {}  # connection -> (worker, job index, attempts)
+
+        def send(worker: int, index: int, attempt: int) -> None:
+            handle, extra = jobs[index]
+            try:
+                self.connections[worker].send(("run", task, handle, extra))
+            except OSError:  # it died while idle
+                restart(worker, attempt)
+                send(worker, index, attempt + 1)
+                return
+            running[self.connections[worker]] = (worker, index, attempt)
+
+        def restart(worker: int, attempt: int) -> None:
+            if attempt >= 2:
+                raise RuntimeError(f"{self.name}: a worker died 3 times running one task")
+            self.processes[worker].join(timeout=1)
+            self.connections[worker].close()
+            self._start(worker)
+
+        for worker, indices in queues.items():
+            send(worker, indices.pop(0), 0)
+        while running:
+            for connection in wait(list(running)):
+                worker, index, attempt = running.pop(connection)
+                try:
+                    status, value = connection.recv()
+                except (EOFError, OSError):  # the process died: start it again, repeat the task
+                    restart(worker, attempt)
+                    send(worker, index, attempt + 1)
+                    continue
+                if status == "error":
+                    raise value
+                results[index] = value
+                if queues[worker]:
+                    send(worker, queues[worker].pop(0), 0)
+        return results
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
-        self.store.clear()
+        live = [(process, connection) for process, connection
+                in zip(self.processes, self.connections) if connection is not None]
+        for _, connection in live:  # all stop at once
+            try:
+                connection.send(None)
+            except OSError:
+                pass
+        for process, connection in live:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+            connection.close()
+        self.processes = [None] * self.workers
+        self.connections = [None] * self.workers
+        self.payloads.clear()
+        self.owner.clear()
 
 
 class DaskExecutor:
@@ -111,13 +189,14 @@ class DaskExecutor:
 
     def map(self, task, handles, args):
         for attempt in range(3):
-            futures = [self.client.submit(task, self.scattered[handle], *extra, pure=False,
-                                          retries=2)
+            futures = [self.client.submit(task, self.scattered[handle], *extra, pure=False)
                        for handle, extra in zip(handles, args)]
             try:
                 return self.client.gather(futures)
-            except Exception:  # a lost worker takes its scattered shards with it
-                if attempt == 2:
+            except Exception:
+                # a lost worker takes its scattered shards with it: scatter again and retry;
+                # any other failure is the task's own and would only repeat
+                if attempt == 2 or all(shard.status == "finished" for shard in self.scattered):
                     raise
                 self.client.wait_for_workers(1, timeout=60)
                 self.scattered = [self._scatter(data) for data in self.payloads]

@@ -1,83 +1,315 @@
-"""Sharded online learning with per-pass averaging (VW's allreduce semantics, ECOSYSTEM §1.1):
-every pass, each shard's learner starts from the broadcast model, learns its lines once, and the
-driver averages the shard models into the next broadcast.
+"""Sharded online learning with per-pass averaging (VW's allreduce semantics, ECOSYSTEM §1.1).
+
+The input is cut into contiguous shards of whole lines that stay where the tasks run.  Every
+pass, each shard's learner starts from the broadcast model, learns its lines once in order and
+sends back the rows of the weight table it changed, its learner state and its examples' progress
+records; the driver averages the shard models into the next broadcast and prints one VW table
+for the whole pass, shards in file order.
 
 Averaging: ``mean`` (the plain mean of the weights, VW's ``accumulate_avg``) or ``adaptive``
 (each shard's update of a weight counts by the squared gradients the shard saw for that weight
 this pass; VW weights whole weights by whole accumulators, which halves the update of a weight
-only one shard saw).  Accumulators and
-counters add up the shards' increments; the label range is the union.  Works for any option set
-the Workspace takes (linear, dyadic, every multiclass reduction): the whole weight table and state
-travel.
+only one shard saw).  Accumulators and counters add up the shards' increments; the label range
+is the union; a latent slot that some shards touched for the first time counts, for the shards
+that did not, the symmetry-breaking value they would have given it.  Any option set the
+Workspace takes works (linear, dyadic, every multiclass reduction): the whole table travels.
+
+Each shard holds out its own every ``--holdout_period``-th example, as each node of a VW cluster
+does.  A pass is a deterministic function of the shard and the broadcast model, so a task that
+is run again after a lost worker gives the same model.
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
-from ..learners.gd import G, MAX_LABEL, MIN_LABEL, N, W
+from ..driver import Driver, account_examples
+from ..io.progress import LiveBar, use_live_bar
+from ..io.source import LineChunks
+from ..io.vw_text import parse_lines, split_lines
+from ..jit import announce_compile
+from ..learners import gd
+from ..learners.gd import G, MAX_LABEL, MIN_LABEL, N, P_ETA, W
+from ..options import OptionError, Options
+from .executor import executor_from
 
-AVERAGING = ("mean", "adaptive")
+AVERAGING = ("adaptive", "mean")
+NOT_SHARDED = ("data", "final_regressor", "initial_regressor", "predictions", "raw_predictions",
+               "readable_model", "invert_hash", "cache", "cache_file", "executor")
+RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features")
 
 
-def shard_pass(lines: list[str], argv: list[str], weights: np.ndarray, state: np.ndarray,
-               touched: np.ndarray):
-    """One pass of one shard from the broadcast model: (weights, state, touched, loss sum)."""
-    from ..workspace import Workspace  # imported in the worker: its own numba cache
-    workspace = Workspace(argv + ["--quiet"])
+# ---------------------------------------------------------------------- shards
+def cut_shards(chunks, n_shards: int) -> list[list[tuple[bytes, int]]]:
+    """Contiguous shards with equal numbers of lines, each a list of ``(bytes, first line)``
+    pieces, from ``(buf, line starts, line ends, first line)`` chunks."""
+    chunks = list(chunks)
+    total = sum(starts.size for _, starts, _, _ in chunks)
+    bounds = np.linspace(0, total, n_shards + 1).astype(np.int64)
+    shards: list[list[tuple[bytes, int]]] = [[] for _ in range(n_shards)]
+    line = 0
+    for buf, starts, ends, first_line in chunks:
+        count = starts.size
+        for i in range(n_shards):
+            low, high = max(bounds[i], line) - line, min(bounds[i + 1], line + count) - line
+            if low < high:
+                shards[i].append((bytes(buf[starts[low]:ends[high - 1]]), first_line + int(low)))
+        line += count
+    return shards
+
+
+def file_shards(path: str | None, n_shards: int) -> tuple[list[dict], str]:
+    """Shards of a data file (text, ``.gz`` or ``-``), and the name messages give it."""
+    source = LineChunks(path)
+    pieces = cut_shards(source, n_shards)
+    return [{"source": source.name, "pieces": shard} for shard in pieces], source.name
+
+
+def line_shards(lines: list[str], n_shards: int) -> list[dict]:
+    data = "\n".join(lines).encode("utf-8")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts, ends, _ = split_lines(buf, final=True)
+    pieces = cut_shards([(buf, starts, ends, 1)], n_shards)
+    return [{"source": "<input>", "pieces": shard} for shard in pieces]
+
+
+def shard_options(options: Options) -> Options:
+    """The options of a shard's learner: the same learning, no files of its own."""
+    values = options.as_dict()
+    given = set(options.given) - set(NOT_SHARDED)
+    for name in NOT_SHARDED:
+        values[name] = False if name == "cache" else None
+    return Options(values, given)
+
+
+# ---------------------------------------------------------------------- one shard's pass
+class ShardDriver(Driver):
+    """The VW driver's batch processing for one shard: records the examples' progress
+    instead of printing it, and writes predictions to memory."""
+
+    def __init__(self, workspace):
+        super().__init__(workspace)
+        self.pass_position = 0
+        self.records: list[dict] = []
+
+    def _account(self, **examples) -> None:
+        self.records.append(examples)
+
+    def joined_records(self) -> dict:
+        return {name: np.concatenate([record[name] for record in self.records])
+                if self.records else np.zeros(0) for name in RECORD_FIELDS}
+
+
+def parsed_pieces(shard: dict, workspace) -> list:
+    """The shard's examples, parsed and checked on its first pass and kept with the shard where
+    it lives (the in-memory counterpart of VW's cache for the later passes)."""
+    if "parsed" not in shard:
+        parsed = []
+        for data, first_line in shard["pieces"]:
+            buf = np.frombuffer(data, dtype=np.uint8)
+            starts, ends, _ = split_lines(buf, final=True)
+            batch = workspace._parse_chunk(buf, starts, ends, first_line, shard["source"])
+            parsed.append((batch, workspace._valid_rows(batch)))
+        shard["parsed"] = parsed
+    return shard["parsed"]
+
+
+def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
+                outputs: tuple[int, ...]) -> dict:
+    """One pass of one shard from the broadcast ``(weights, state, touched)``."""
+    from ..workspace import ParseError, Workspace  # imported in the worker: its own numba cache
+    log = io.StringIO()
+    workspace = Workspace(options, stdout=log, stderr=io.StringIO())
+    weights, state, touched = model
     workspace.weights[...] = weights  # copies: the broadcast arrays stay untouched
     workspace.state[...] = state
     workspace.touched[...] = touched
-    workspace.learn(lines)
-    return workspace.weights, workspace.state, workspace.touched
+    workspace.params[P_ETA] *= options.decay_learning_rate ** pass_index
+    driver = ShardDriver(workspace)
+    writers = [(io.StringIO(), which) for which in outputs]
+    try:
+        for batch, rows in parsed_pieces(shard, workspace):
+            driver._process_batch(batch, rows, writers)
+    except ParseError as exc:  # --strict_parse: the driver stops the job with this message
+        return {"error": str(exc)}
+    changed = np.flatnonzero((workspace.weights != weights).any(axis=1))
+    return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
+            "touched": np.flatnonzero(workspace.touched > touched),
+            "records": driver.joined_records(),
+            "predictions": [handle.getvalue() for handle, _ in writers],
+            "log": log.getvalue(), "skipped": workspace.skipped,
+            "nan_predictions": workspace.nan_predictions,
+            "ode_step_caps": workspace.ode_step_caps,
+            "multiclass_log_loss": workspace.multiclass_log_loss}
 
 
-def average(weights: np.ndarray, state: np.ndarray, results, mode: str):
-    """The next broadcast model from the shards' models after one pass."""
-    tables = [result[0] for result in results]
-    states = [result[1] for result in results]
-    new_weights = weights.copy()
-    if mode == "adaptive" and weights.shape[1] > G:
-        # each shard's update of a weight counts by the squared gradients it saw for it this
-        # pass: a weight only one shard touched keeps that shard's whole update
-        base = weights[:, W].astype(np.float64)  # differences in float64: exact for float32
-        seen = np.stack([np.maximum(table[:, G].astype(np.float64) - weights[:, G], 0.0)
-                         for table in tables])
-        moved = np.stack([table[:, W].astype(np.float64) - base for table in tables])
-        total = seen.sum(axis=0)
-        step = np.where(total > 0, (seen * moved).sum(axis=0) / np.where(total > 0, total, 1.0),
-                        moved.mean(axis=0))
-        new_weights[:, W] = base + step
+def run_pass(executor, handles: list, workspace, options: Options, pass_index: int,
+             outputs: tuple[int, ...] = ()) -> list[dict]:
+    from ..workspace import ParseError
+    model = (workspace.weights, workspace.state, workspace.touched)
+    results = executor.map(learn_shard, handles,
+                           [(options, model, pass_index, outputs)] * len(handles))
+    for result in results:
+        if "error" in result:
+            raise ParseError(result["error"])
+    return results
+
+
+# ---------------------------------------------------------------------- averaging
+def combine(workspace, results: list[dict], mode: str) -> None:
+    """Average the shards' models into ``workspace`` (the model they all started from)."""
+    weights, state = workspace.weights, workspace.state
+    n = len(results)
+    newly = np.unique(np.concatenate([result["touched"] for result in results]))
+    if n == 1:
+        weights[results[0]["rows"]] = results[0]["values"]
+        state[:] = results[0]["state"]
+        workspace.touched[newly] = 1
+        return
+    rows = np.unique(np.concatenate([result["rows"] for result in results]))
+    base = weights[rows].astype(np.float64)  # differences in float64: exact for float32
+    moved = np.zeros(rows.size)
+    seen = np.zeros(rows.size)  # squared-gradient increments: the adaptive weights
+    seen_moved = np.zeros(rows.size)
+    accumulating = weights.shape[1] > G
+    normalizer = base[:, N].copy() if accumulating else None
+    for result in results:
+        at = np.searchsorted(rows, result["rows"])
+        values = result["values"].astype(np.float64)
+        step = values[:, W] - base[at, W]
+        moved[at] += step
+        if accumulating:
+            increment = np.maximum(values[:, G] - base[at, G], 0.0)
+            seen[at] += increment
+            seen_moved[at] += increment * step
+            normalizer[at] = np.maximum(normalizer[at], values[:, N])
+    if workspace.dyadic is not None and newly.size:
+        from ..reductions.dyad import symmetry_noise
+        counts = sum(np.isin(newly, result["touched"]).astype(np.int64) for result in results)
+        present = np.isin(newly, rows)
+        at = np.searchsorted(rows, newly[present])
+        moved[at] += (n - counts[present]) * symmetry_noise(newly[present],
+                                                            workspace.dyadic.noise)
+    if mode == "adaptive" and accumulating:
+        step = np.where(seen > 0, seen_moved / np.where(seen > 0, seen, 1.0), moved / n)
     else:
-        new_weights[:, W] = np.mean([table[:, W] for table in tables], axis=0)
-    if weights.shape[1] > G:  # accumulators: the sum of the shards' increments
-        gradient_base = weights[:, G].astype(np.float64)
-        new_weights[:, G] = gradient_base + sum(table[:, G].astype(np.float64) - gradient_base
-                                                for table in tables)
-        new_weights[:, N] = np.max([table[:, N] for table in tables], axis=0)
-    new_state = state + sum(shard - state for shard in states)
-    new_state[MIN_LABEL] = min(shard[MIN_LABEL] for shard in states)
-    new_state[MAX_LABEL] = max(shard[MAX_LABEL] for shard in states)
-    touched = np.max([result[2] for result in results], axis=0)
-    return new_weights, new_state, touched
+        step = moved / n
+    weights[rows, W] = base[:, W] + step
+    if accumulating:
+        weights[rows, G] = base[:, G] + seen
+        weights[rows, N] = normalizer
+    start = state.copy()
+    state += sum(result["state"] - start for result in results)
+    state[MIN_LABEL] = min(result["state"][MIN_LABEL] for result in results)
+    state[MAX_LABEL] = max(result["state"][MAX_LABEL] for result in results)
+    workspace.touched[newly] = 1
+
+
+# ---------------------------------------------------------------------- the job
+class ShardedDriver(Driver):
+    """``pyvw-lite ... --executor SPEC``: passes over shards, one VW table for the whole job."""
+
+    def run(self) -> int:
+        o, ws = self.o, self.ws
+        for flag in ("audit", "invert_hash"):
+            if getattr(o, flag):
+                raise OptionError(f"--{flag} follows one learner example by example; run it "
+                                  "without --executor")
+        if ws.active is not None:
+            raise OptionError("--active decides example by example on one learner; run it "
+                              "without --executor")
+        if o.averaging == "adaptive" and not ws.adaptive and ws.stride == 1:
+            ws._log("[warning] adaptive averaging needs adaptive updates; averaging by the mean")
+            o.averaging = "mean"
+        if o.cache or o.cache_file:
+            ws._log("[info] --executor keeps the shards in the workers' memory: no cache file")
+        try:
+            executor = executor_from(o.executor)
+        except ValueError as exc:
+            raise OptionError(str(exc)) from None
+        try:
+            return self._run_on(executor)
+        finally:
+            executor.close()
+
+    def _run_on(self, executor) -> int:
+        o, ws = self.o, self.ws
+        n_shards = o.shards or executor.workers
+        if n_shards < 1:
+            raise OptionError(f"option '--shards': {n_shards} must be at least 1")
+        shards, _ = file_shards(o.data, n_shards)
+        handles = [executor.put(shard) for shard in shards]
+        if self.err is not None:
+            preamble = self._preamble(None, False)
+            preamble[preamble.index("using no cache")] = (
+                f"executor = {executor.name}, shards = {n_shards}, averaging = {o.averaging}")
+            self.err.write("\n".join(preamble) + "\n")
+            self.progress.print_header()
+        # the workers load their kernels from the same on-disk cache as this process
+        announce_compile(parse_lines, gd.expand_features, gd.learn_examples)
+        options = shard_options(o)
+        contexts, writers = self._open_writers()
+        outputs = tuple(which for _, which in writers)
+        bar = LiveBar(f"{n_shards} shards", o.passes, unit="passes") \
+            if use_live_bar(ws.quiet) else None
+        self.progress.bar = bar
+        passes_used = 0
+        early_stopped = False
+        self.no_win = 0
+        try:
+            for pass_index in range(o.passes):
+                results = run_pass(executor, handles, ws, options, pass_index, outputs)
+                if bar is not None:
+                    bar.update(pass_index + 1)
+                for result in results:
+                    if pass_index == 0:  # later passes would repeat the same warnings
+                        for line in result["log"].splitlines():
+                            ws._log(line)
+                        ws.skipped += result["skipped"]
+                    account_examples(self.progress, ws.reduction, **result["records"])
+                    for (handle, _), text in zip(writers, result["predictions"]):
+                        handle.write(text)
+                    ws.nan_predictions += result["nan_predictions"]
+                    ws.ode_step_caps += result["ode_step_caps"]
+                    ws.multiclass_log_loss = [ours + theirs for ours, theirs in
+                                              zip(ws.multiclass_log_loss,
+                                                  result["multiclass_log_loss"])]
+                if ws.training:
+                    combine(ws, results, o.averaging)
+                passes_used += 1
+                if self._end_pass(pass_index):
+                    early_stopped = True
+                    break
+        except BaseException:
+            self._close_writers(contexts, failed=True)
+            raise
+        finally:
+            if bar is not None:
+                bar.stop()
+                self.progress.bar = None
+        self._close_writers(contexts, failed=False)
+        self._finish(passes_used, early_stopped)
+        return 0
 
 
 def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 1,
                   shards: int | None = None, averaging: str = "adaptive", report=None):
-    """Train ``argv``'s learner on ``lines`` split into shards; returns the final Workspace."""
+    """Train ``argv``'s learner on ``lines`` split into shards; returns the final Workspace.
+
+    ``report(pass number, workspace)`` is called after each pass's averaging.
+    """
     from ..workspace import Workspace
     if averaging not in AVERAGING:
-        raise ValueError(f"--averaging must be one of {', '.join(AVERAGING)}")
-    workspace = Workspace(argv + ["--quiet"])
-    n = max(1, shards or executor.workers)
-    bounds = np.linspace(0, len(lines), n + 1).astype(int)
-    handles = [executor.put(lines[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-    weights, state, touched = workspace.weights, workspace.state, workspace.touched
-    for number in range(1, passes + 1):
-        results = executor.map(shard_pass, handles, [(argv, weights, state, touched)] * n)
-        weights, state, touched = average(weights, state, results, averaging)
+        raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}")
+    workspace = Workspace(list(argv) + ["--quiet"])
+    options = shard_options(workspace.options)
+    handles = [executor.put(shard)
+               for shard in line_shards(lines, max(1, shards or executor.workers))]
+    for pass_index in range(passes):
+        results = run_pass(executor, handles, workspace, options, pass_index)
+        combine(workspace, results, averaging)
+        workspace.params[P_ETA] *= workspace.options.decay_learning_rate
         if report is not None:
-            report(number, weights, state)
-    workspace.weights[...] = weights
-    workspace.state[...] = state
-    workspace.touched[...] = touched
+            report(pass_index + 1, workspace)
     return workspace

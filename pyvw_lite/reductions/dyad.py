@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io.hashing import murmur3_32
+from ..io.hashing import murmur3_32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
@@ -152,6 +152,13 @@ def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, lo
             rates[side, k - first] = rate
             change += (rate - 1.0) * x2
     return change
+
+
+def symmetry_noise(slots: np.ndarray, noise: float) -> np.ndarray:
+    """What :func:`flow_update` adds to each latent slot when it first touches it."""
+    buf = np.ascontiguousarray(slots, dtype="<u4").view(np.uint8)
+    starts = np.arange(slots.size, dtype=np.int64) * 4
+    return noise * (murmur_ranges(buf, starts, starts + 4, DYAD_SEED) / 2147483648.0 - 1.0)
 
 
 @kernel

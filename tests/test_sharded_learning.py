@@ -1,0 +1,231 @@
+"""Sharded learning (``--executor``): one shard is the plain run byte for byte; two shards on a
+real Dask LocalCluster come within 1% of one process; every executor gives the same model, also
+after a worker is killed mid-pass; every reduction and the dyadic learner shard."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+from conftest import run_workspace
+
+from pyvw_lite import Workspace
+from pyvw_lite.distributed.executor import executor_from
+from pyvw_lite.distributed.learn import combine, cut_shards, sharded_learn
+from pyvw_lite.synthetic import rater_task, write_vw
+
+
+@pytest.fixture(scope="module")
+def big_binary(tmp_path_factory):
+    """The issue's 200,000-line rater-task file (binary labels for logistic loss)."""
+    path = tmp_path_factory.mktemp("sharded") / "rt200k.vw"
+    write_vw(str(path), rater_task(n_ratings=200_000, n_tasks=20_000, n_raters=500, classes=2,
+                                   seed=3), binary=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sharded_small")
+    binary, multiclass = folder / "rt2.vw", folder / "rt3.vw"
+    write_vw(str(binary), rater_task(n_ratings=20_000, n_tasks=3_000, n_raters=200, classes=2,
+                                     seed=5), binary=True)
+    write_vw(str(multiclass), rater_task(n_ratings=20_000, n_tasks=3_000, n_raters=200,
+                                         classes=3, seed=5))
+    return binary, multiclass
+
+
+def average_loss(stderr: str) -> float:
+    return float(re.search(r"average loss = ([0-9.]+)", stderr).group(1))
+
+
+def table(stderr: str) -> str:
+    return stderr[stderr.index("average  since"):]
+
+
+def test_one_shard_is_the_plain_run_byte_for_byte(small_files, tmp_path):
+    data, _ = small_files
+    common = ["-d", str(data), "--loss_function", "logistic", "--passes", "3"]
+    _, plain_err, code = run_workspace(common + ["-c", "--cache_file", str(tmp_path / "c"),
+                                                 "-f", str(tmp_path / "plain.pvw"),
+                                                 "-p", str(tmp_path / "plain.txt")])
+    assert code == 0
+    _, shard_err, code = run_workspace(common + ["--executor", "serial", "--shards", "1",
+                                                 "-f", str(tmp_path / "shard.pvw"),
+                                                 "-p", str(tmp_path / "shard.txt")])
+    assert code == 0
+    assert "executor = serial, shards = 1, averaging = adaptive" in shard_err
+    assert table(shard_err) == table(plain_err)
+    assert (tmp_path / "shard.pvw").read_bytes() == (tmp_path / "plain.pvw").read_bytes()
+    assert (tmp_path / "shard.txt").read_bytes() == (tmp_path / "plain.txt").read_bytes()
+
+
+@pytest.mark.parametrize("averaging", ["adaptive", "mean"])
+def test_two_shards_on_dask_come_within_one_percent(big_binary, dask_executor, tmp_path,
+                                                    averaging):
+    """200,000 lines, 5 passes: the holdout loss VW reports, one process against 2 shards on a
+    real LocalCluster; the serial executor gives the same model file as Dask."""
+    common = ["-d", str(big_binary), "--loss_function", "logistic", "--passes", "5"]
+    _, single_err, _ = run_workspace(common + ["-c", "--cache_file", str(tmp_path / "cache")])
+    address = dask_executor.client.scheduler.address
+    _, dask_err, code = run_workspace(common + ["--executor", f"dask:{address}", "--averaging",
+                                                averaging, "-f", str(tmp_path / "dask.pvw")])
+    assert code == 0
+    single, sharded = average_loss(single_err), average_loss(dask_err)
+    assert abs(sharded - single) <= 0.01 * single, (single, sharded)
+    assert "passes used = 5" in dask_err
+    _, serial_err, _ = run_workspace(common + ["--executor", "serial", "--shards", "2",
+                                               "--averaging", averaging,
+                                               "-f", str(tmp_path / "serial.pvw")])
+    assert table(serial_err) == table(dask_err)
+    assert (tmp_path / "serial.pvw").read_bytes() == (tmp_path / "dask.pvw").read_bytes()
+
+
+def test_process_pool_gives_the_serial_model(small_files, tmp_path):
+    data, _ = small_files
+    common = ["-d", str(data), "--loss_function", "logistic", "--passes", "2"]
+    run_workspace(common + ["--executor", "processes:2", "-f", str(tmp_path / "pool.pvw")])
+    run_workspace(common + ["--executor", "serial", "--shards", "2",
+                            "-f", str(tmp_path / "serial.pvw")])
+    assert (tmp_path / "pool.pvw").read_bytes() == (tmp_path / "serial.pvw").read_bytes()
+
+
+def test_a_worker_killed_mid_pass_changes_nothing(big_binary):
+    from pyvw_lite.distributed.executor import DaskExecutor
+    lines = big_binary.read_text().splitlines()
+    argv = ["--loss_function", "logistic"]
+    reference = sharded_learn(lines, argv, executor_from("serial"), passes=4, shards=2)
+    executor = DaskExecutor(workers=2)
+    try:
+        pids = executor.client.run(os.getpid)
+        killed = []
+
+        def kill_a_busy_worker():
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                busy = sorted(worker for worker, tasks in executor.client.processing().items()
+                              if tasks)
+                if busy:  # a shard task is running there: kill the process under it
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                    return
+                time.sleep(0.001)
+
+        def after_pass(number, _):
+            if number == 2:
+                threading.Thread(target=kill_a_busy_worker, daemon=True).start()
+
+        result = sharded_learn(lines, argv, executor, passes=4, shards=2, report=after_pass)
+        assert killed
+        np.testing.assert_array_equal(result.weights, reference.weights)
+        np.testing.assert_array_equal(result.state, reference.state)
+    finally:
+        executor.close()
+
+
+@pytest.mark.parametrize("flags", [
+    ["--oaa", "3"], ["--ect", "3"], ["--sft", "3", "--loss_function", "hinge"],
+    ["--sft", "3", "--dyad", "rt", "--rank", "2", "--loss_function", "hinge"],
+    ["--dyad", "rt", "--rank", "2", "--loss_function", "logistic"]])
+def test_every_reduction_and_the_dyadic_learner_shard(small_files, tmp_path, flags):
+    binary, multiclass = small_files
+    data = str(binary if "--dyad" in flags and "--sft" not in flags else multiclass)
+    _, err, code = run_workspace(["-d", data, *flags, "--passes", "3", "--executor", "serial",
+                                  "--shards", "3", "-f", str(tmp_path / "m.pvw")])
+    assert code == 0, err
+    _, sharded_err, _ = run_workspace(["-d", data, "-t", "-i", str(tmp_path / "m.pvw")])
+    _, single_err, _ = run_workspace(["-d", data, *flags, "-f", str(tmp_path / "one.pvw")])
+    _, single_test, _ = run_workspace(["-d", data, "-t", "-i", str(tmp_path / "one.pvw")])
+    # the sharded model is a plain model file; 3 passes on shards fit the data about as well as
+    # one pass on one learner
+    assert average_loss(sharded_err) <= average_loss(single_test) * 1.10 + 0.01
+    if "--dyad" in flags:
+        assert Workspace(["-i", str(tmp_path / "m.pvw"), "--quiet"]).touched.any()
+
+
+def test_cut_shards_keeps_order_and_line_numbers():
+    data = b"".join(b"%d |a x\n" % i for i in range(10))
+    buf = np.frombuffer(data, np.uint8)
+    from pyvw_lite.io.vw_text import split_lines
+    starts, ends, _ = split_lines(buf, final=True)
+    half = 5 * 7  # the first five lines are 7 bytes each
+    chunks = [(buf[:half], starts[:5], ends[:5], 1),
+              (buf[half:], starts[5:] - half, ends[5:] - half, 6)]
+    shards = cut_shards(chunks, 3)
+    joined = [line for shard in shards for piece, _ in shard for line in piece.split(b"\n")]
+    assert joined == [b"%d |a x" % i for i in range(10)]
+    assert [[first for _, first in shard] for shard in shards] == [[1], [4, 6], [7]]
+
+
+class _Model:
+    """The parts of a Workspace that combine() reads and writes."""
+
+    def __init__(self, weights, state):
+        self.weights, self.state = weights, state
+        self.touched = np.zeros(1, np.uint8)
+        self.dyadic = None
+
+
+def _shard_result(rows, values, state):
+    return {"rows": np.array(rows), "values": np.array(values, np.float32),
+            "state": np.array(state, np.float64), "touched": np.zeros(0, np.int64)}
+
+
+def test_adaptive_averaging_keeps_an_update_only_one_shard_made():
+    base = np.zeros((4, 4), np.float32)
+    base[:, 1] = 1.0  # squared-gradient sums start at 1
+    state = np.zeros(8)
+    results = [_shard_result([0, 1], [[0.4, 5.0, 1, 0], [0.2, 2.0, 2, 0]], [3, 0, 0, 0, 0, 0, 0, 0]),
+               _shard_result([1], [[0.6, 4.0, 1, 0]], [2, 0, 0, 0, 0, 0, 0, 0])]
+    adaptive = _Model(base.copy(), state.copy())
+    combine(adaptive, results, "adaptive")
+    assert adaptive.weights[0, 0] == pytest.approx(0.4)  # only shard 0 saw feature 0
+    # feature 1: moves 0.2 (1 unit of squared gradient) and 0.6 (3 units)
+    assert adaptive.weights[1, 0] == pytest.approx((0.2 * 1 + 0.6 * 3) / 4)
+    np.testing.assert_allclose(adaptive.weights[:2, 1], [5.0, 1.0 + 1.0 + 3.0])
+    assert adaptive.weights[1, 2] == 2.0  # normalizers: the largest seen
+    assert adaptive.state[0] == 5.0  # counters add up
+    mean = _Model(base.copy(), state.copy())
+    combine(mean, results, "mean")
+    np.testing.assert_allclose(mean.weights[:2, 0], [0.2, 0.4])
+    assert not mean.weights[2:, 0].any()
+
+
+def test_symmetry_noise_matches_the_kernel():
+    from pyvw_lite.reductions.dyad import _noise, symmetry_noise
+    slots = np.array([0, 1, 77, 2 ** 20 - 1, 123456])
+    np.testing.assert_allclose(symmetry_noise(slots, 0.01),
+                               [0.01 * _noise(int(slot)) for slot in slots], rtol=0, atol=0)
+
+
+def test_malformed_lines_warn_once_and_strict_parse_stops(small_files, tmp_path):
+    data, _ = small_files
+    lines = data.read_text().splitlines()
+    lines[1234] = "x |rater r_1 |task t_1"
+    bad = tmp_path / "bad.vw"
+    bad.write_text("\n".join(lines) + "\n")
+    argv = ["-d", str(bad), "--loss_function", "logistic", "--passes", "3",
+            "--executor", "serial", "--shards", "2"]
+    out, err, code = run_workspace(argv)
+    assert code == 0
+    assert out.count(f"{bad}:1235") == 1 and "example skipped" in out
+    assert "skipped examples = 1" in err
+    with pytest.raises(ValueError, match=f"{re.escape(str(bad))}:1235"):
+        run_workspace(argv + ["--strict_parse"])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--audit"], "--audit"), (["--active", "--simulation"], "--active"),
+    (["--executor", "threads"], "--executor 'threads'")])
+def test_refusals_name_the_option(small_files, flags, message):
+    from pyvw_lite.options import OptionError
+    data, _ = small_files
+    argv = ["-d", str(data), "--loss_function", "logistic", "--executor", "serial"]
+    if "--executor" in flags:
+        argv = argv[:-2]
+    with pytest.raises(OptionError, match=re.escape(message)):
+        run_workspace(argv + flags)
