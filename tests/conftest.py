@@ -52,3 +52,28 @@ def dask_executor():
     executor = DaskExecutor(workers=2)
     yield executor
     executor.close()
+
+
+def kill_a_busy_dask_worker(executor, killed: list, patience: float = 30.0):
+    """Start a thread that SIGKILLs the first Dask worker seen running a task (its nanny
+    restarts it; the shards scattered to it are lost) and records its address in ``killed``;
+    after ``patience`` seconds without seeing one busy it kills one anyway."""
+    import signal
+    import threading
+    import time
+    pids = executor.client.run(os.getpid)
+
+    def watch():
+        deadline = time.monotonic() + patience
+        busy = []
+        while not busy and time.monotonic() < deadline:
+            busy = sorted(worker for worker, tasks in executor.client.processing().items()
+                          if tasks)
+            time.sleep(0.0 if busy else 0.001)
+        victim = busy[0] if busy else sorted(pids)[0]
+        os.kill(pids[victim], signal.SIGKILL)
+        killed.append(victim)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread

@@ -8,6 +8,7 @@ import signal
 
 import numpy as np
 import pytest
+from conftest import kill_a_busy_dask_worker
 
 from pyvw_lite import datasets
 from pyvw_lite.crowd.batch import batch_em
@@ -55,21 +56,19 @@ def test_dask_local_cluster_equals_one_machine(problem, dask_executor):
     assert_same_fit(sharded_batch_em(data, config, dask_executor, shards=2), reference)
 
 
-def test_a_worker_killed_mid_run_changes_nothing(problem):
+def test_a_worker_killed_mid_pass_changes_nothing(problem):
     data, config, reference = problem
     executor = DaskExecutor(workers=2)
     try:
-        pids = executor.client.run(os.getpid)
-        killed = []
+        killed, watching = [], []
 
-        def kill_one(iteration, *_):
-            if iteration == 3 and not killed:
-                victim = sorted(pids.values())[0]
-                os.kill(victim, signal.SIGKILL)  # the nanny restarts it; its shard is lost
-                killed.append(victim)
+        def after_pass(iteration, *_):
+            if iteration == 3 and not watching:  # the kill lands in a later item pass
+                watching.append(kill_a_busy_dask_worker(executor, killed, patience=0.2))
 
-        result = sharded_batch_em(data, config, executor, shards=2, report=kill_one)
-        assert killed
+        result = sharded_batch_em(data, config, executor, shards=2, report=after_pass)
+        assert killed  # during the fit, not after it
+        watching[0].join()
         assert_same_fit(result, reference)
     finally:
         executor.close()

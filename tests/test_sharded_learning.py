@@ -3,15 +3,11 @@ real Dask LocalCluster come within 1% of one process; every executor gives the s
 after a worker is killed mid-pass; every reduction and the dyadic learner shard."""
 from __future__ import annotations
 
-import os
 import re
-import signal
-import threading
-import time
 
 import numpy as np
 import pytest
-from conftest import run_workspace
+from conftest import kill_a_busy_dask_worker, run_workspace
 
 from pyvw_lite import Workspace
 from pyvw_lite.distributed.executor import executor_from
@@ -101,23 +97,11 @@ def test_a_worker_killed_mid_pass_changes_nothing(big_binary):
     reference = sharded_learn(lines, argv, executor_from("serial"), passes=4, shards=2)
     executor = DaskExecutor(workers=2)
     try:
-        pids = executor.client.run(os.getpid)
         killed = []
 
-        def kill_a_busy_worker():
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                busy = sorted(worker for worker, tasks in executor.client.processing().items()
-                              if tasks)
-                if busy:  # a shard task is running there: kill the process under it
-                    os.kill(pids[busy[0]], signal.SIGKILL)
-                    killed.append(busy[0])
-                    return
-                time.sleep(0.001)
-
         def after_pass(number, _):
-            if number == 2:
-                threading.Thread(target=kill_a_busy_worker, daemon=True).start()
+            if number == 2:  # the kill lands in pass 3, while a shard task runs
+                kill_a_busy_dask_worker(executor, killed)
 
         result = sharded_learn(lines, argv, executor, passes=4, shards=2, report=after_pass)
         assert killed
