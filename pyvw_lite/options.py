@@ -162,6 +162,9 @@ OPTIONS: tuple[Option, ...] = (
            "Multiclass", keep=True, metavar="A,B,C"),
     Option("indexing", INT, None, "labels are 0..K-1 (0) or 1..K (1); detected when not given",
            "Multiclass", keep=True, choices=("0", "1"), metavar="0|1"),
+    Option("vw_layout", FLAG, False, "--oaa/--ect weights where VW puts them (feature i, class j "
+           "at i*W + j): VW's predictions exactly, with VW's 2^b/W feature buckets",
+           "Multiclass", keep=True),
     # scale-out
     Option("executor", STR, None, "learn on shards, averaging after each pass: serial, "
            "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="SPEC"),

@@ -214,12 +214,32 @@ class Workspace:
         self.params[gd.P_CONSTANT] = not o.noconstant
         self.params[gd.P_FIXED_RANGE] = fixed
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
+        self.slot_multiplier = self._vw_layout_width(o)
+        self.params[gd.P_CLASS_STRIDE] = 1 if o.vw_layout else gd.CLASS_STRIDE
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False
         self.requests = []
         self.skipped = 0
         self.label_warnings = 0
+
+    def _vw_layout_width(self, o: Options) -> int:
+        """W of VW's layout (1 without --vw_layout): the power of two that holds every
+        sub-model of --oaa K (K) or --ect K (K - 1) (VW_FACTS §2)."""
+        if not o.vw_layout:
+            return 1
+        name = self.reduction.name if self.reduction is not None else None
+        if name not in (None, "oaa", "ect") or self.dyadic is not None:
+            raise OptionError("--vw_layout reproduces VW's placement for --oaa, --ect and binary "
+                              "linear learners (not --sft or --dyad)")
+        models = self.reduction.models if self.reduction is not None else 1
+        width = 1
+        while width < models:
+            width *= 2
+        if width > 1 and self.interactions.width.size:
+            raise OptionError("--vw_layout does not reproduce VW's interaction hashes under "
+                              "--oaa/--ect; drop -q/--cubic/--interactions or --vw_layout")
+        return width
 
     @staticmethod
     def _multiclass_reduction(o: Options):
@@ -357,7 +377,7 @@ class Workspace:
                                        batch.feat_value, self.mask, self.ignore,
                                        not self.options.noconstant, self.interactions.array,
                                        self.interactions.width, starts, slots, values, origins,
-                                       record_origin)
+                                       record_origin, self.slot_multiplier)
             if count <= 0:
                 capacity = 4 * slots.size
                 continue

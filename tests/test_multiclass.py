@@ -124,14 +124,18 @@ def test_sft_learns_separable_classes():
     assert np.mean(predicted != truth) < 0.05
 
 
-@pytest.mark.parametrize("reduction,floor", [("oaa", 0.99), ("ect", 0.995)])
-def test_agreement_with_vw_on_rater_task_data(reduction, floor, tmp_path):
+@pytest.mark.parametrize("reduction,layout,floor", [
+    ("oaa", [], 0.99), ("ect", [], 0.995), ("oaa", ["--vw_layout"], 1.0),
+    ("ect", ["--vw_layout"], 1.0)])
+def test_agreement_with_vw_on_rater_task_data(reduction, layout, floor, tmp_path):
     """20,000 rater-task lines at -b 24: predictions equal VW 9.11.9's except where hash
-    collisions (placed differently by the two weight layouts) change a score."""
+    collisions (placed differently by the two weight layouts) change a score; with VW's layout
+    (--vw_layout) on every line, which shows that the layout is the only difference."""
     data = tmp_path / "rt5.vw"
     data.write_bytes(gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()))
     out = tmp_path / "p.txt"
-    run_workspace(["-d", str(data), f"--{reduction}", "5", "-b", "24", "-p", str(out), "--quiet"])
+    run_workspace(["-d", str(data), f"--{reduction}", "5", "-b", "24", "-p", str(out), "--quiet",
+                   *layout])
     ours = np.array(out.read_text().split(), dtype=int)
     theirs = np.array(gzip.decompress((HERE / f"vw.{reduction}.b24.predict.gz").read_bytes())
                       .split(), dtype=int)
@@ -170,3 +174,25 @@ def test_multiclass_models_roundtrip_and_resume(reduction, extra, tmp_path):
     run_workspace(["-d", str(data), "-t", f"--{reduction}", "5", "-i", str(model), "-p", str(b),
                    "--quiet", *extra.split()])
     assert a.read_text() == b.read_text() and len(a.read_text().split()) > 1000
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--sft", "3"], "not --sft or --dyad"), (["--oaa", "3", "--dyad", "rt"], "not --sft or --dyad"),
+    (["--oaa", "3", "-q", "rt"], "interaction hashes")])
+def test_vw_layout_refuses_what_it_cannot_reproduce(flags, message):
+    from pyvw_lite.options import OptionError
+    with pytest.raises(OptionError, match=message):
+        Workspace(["--vw_layout", "--quiet", *flags])
+
+
+def test_vw_layout_is_kept_in_the_model(tmp_path):
+    lines = gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode().splitlines()[:5000]
+    trained = Workspace("--oaa 5 --vw_layout --quiet")
+    trained.learn(lines)
+    trained.save(str(tmp_path / "m"))
+    loaded = Workspace(["-i", str(tmp_path / "m"), "--quiet"])
+    assert loaded.slot_multiplier == 8
+    np.testing.assert_array_equal(loaded.predict(lines), trained.predict(lines))
+    plain = Workspace("--oaa 5 --quiet")
+    plain.weights[...] = trained.weights  # the same table read through the other layout
+    assert np.mean(plain.predict(lines) != trained.predict(lines)) > 0.05

@@ -41,12 +41,13 @@ def state_size(models: int) -> int:
 
 
 # Multiclass slots (SPEC §D.5): class or node c of feature hash fh lives at (fh + c·P_C) & mask;
-# the odd multiplier keeps one feature's K slots apart for any K < 2^b.
+# the odd multiplier keeps one feature's K slots apart for any K < 2^b.  (--vw_layout: VW's
+# (fh·W + c) & mask instead, expand_features multiplying by W and the class stride 1.)
 CLASS_STRIDE = 0x9E3779B1
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
-    P_FIXED_RANGE, P_DYAD_ADAPTIVE = range(10)
-PARAM_SIZE = 10
+    P_FIXED_RANGE, P_DYAD_ADAPTIVE, P_CLASS_STRIDE = range(11)
+PARAM_SIZE = 11
 WILDCARD = 58  # ':' in -q / --interactions
 
 
@@ -137,7 +138,8 @@ def _expand_term(term, width, present, n_present, out):
 
 @kernel
 def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
-                    interactions, inter_width, starts, slots, values, origins, record_origin):
+                    interactions, inter_width, starts, slots, values, origins, record_origin,
+                    multiplier):
     """Flatten examples into CSR ``(slot, value)`` lists in VW's order: namespaces, constant,
     then interactions.  Example ``e`` gets ``slots[starts[e]:starts[e + 1]]``.
 
@@ -158,7 +160,7 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
             if ignore[seg[s, SEG_BYTE]]:
                 continue
             for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
-                slots[n] = feat_hash[j] & mask
+                slots[n] = (np.int64(feat_hash[j]) * multiplier) & mask
                 values[n] = feat_value[j]
                 if record_origin:
                     origins[n, 0] = j
@@ -166,7 +168,7 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
                     origins[n, 2] = -2
                 n += 1
         if use_constant:
-            slots[n] = CONSTANT_HASH & mask
+            slots[n] = (np.int64(CONSTANT_HASH) * multiplier) & mask
             values[n] = 1.0
             if record_origin:
                 origins[n, 0] = -1

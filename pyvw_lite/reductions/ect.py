@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (CLASS_STRIDE, MAX_LABEL, MIN_LABEL, P_FIXED_RANGE, P_LOSS,
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
                            P_TRAINING, _learn_flat, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
@@ -24,6 +24,7 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
     training = params[P_TRAINING] != 0.0
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
+    stride = np.int64(params[P_CLASS_STRIDE])
     root = 2 * n_classes - 2
     for e in range(classes.shape[0]):
         first = starts[e]
@@ -32,7 +33,7 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
         while node >= n_classes:
             problem = node - n_classes
             raw = predict_flat(weights, slots, values, first, last,
-                               (problem * CLASS_STRIDE) & mask, mask, initials[e])
+                               (problem * stride) & mask, mask, initials[e])
             score = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
             node = right[problem] if score > 0.0 else left[problem]
         out_pred[e] = node
@@ -44,7 +45,7 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
         while parent[node] >= 0:
             up = parent[node]
             problem = up - n_classes
-            offset = (problem * CLASS_STRIDE) & mask
+            offset = (problem * stride) & mask
             label = -1.0 if left[problem] == node else 1.0
             if not fixed_range:
                 widen_range(state, label)

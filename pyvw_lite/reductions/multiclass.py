@@ -12,7 +12,7 @@ import numpy as np
 
 from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
 from ..jit import kernel
-from ..learners.gd import CLASS_STRIDE, MAX_LABEL, MIN_LABEL, T_SUM
+from ..learners.gd import MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, T_SUM
 from ..options import OptionError, Options
 
 UNLABELLED = -1
@@ -20,11 +20,13 @@ INVALID = -2
 
 
 @kernel(inline="always")
-def class_offsets(n_classes, mask):
-    """Slot offset of each class or node: ``(c · P_C) & mask`` (SPEC §D.5)."""
+def class_offsets(n_classes, mask, params):
+    """Slot offset of each class or node: ``(c · P_C) & mask`` (SPEC §D.5; P_C = 1 under
+    --vw_layout)."""
+    stride = np.int64(params[P_CLASS_STRIDE])
     offsets = np.empty(n_classes, dtype=np.int64)
     for c in range(n_classes):
-        offsets[c] = (c * CLASS_STRIDE) & mask
+        offsets[c] = (c * stride) & mask
     return offsets
 
 

@@ -26,7 +26,7 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask)
+    offsets = class_offsets(n_classes, mask, params)
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
@@ -58,7 +58,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask)
+    offsets = class_offsets(n_classes, mask, params)
     a, b, ranges, one = scratch(pairs.shape[0], rank, 1)
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0

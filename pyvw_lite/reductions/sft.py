@@ -39,7 +39,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask)
+    offsets = class_offsets(n_classes, mask, params)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)  # node, c1, c2, label side
     for e in range(classes.shape[0]):
         first = starts[e]
@@ -116,7 +116,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask)
+    offsets = class_offsets(n_classes, mask, params)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)
     a, b, ranges, pair_offsets = scratch(pairs.shape[0], rank, 2)
     fixed_range = params[P_FIXED_RANGE] != 0.0
