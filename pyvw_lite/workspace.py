@@ -215,7 +215,9 @@ class Workspace:
         self.params[gd.P_FIXED_RANGE] = fixed
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)
-        self.params[gd.P_CLASS_STRIDE] = 1 if o.vw_layout else gd.CLASS_STRIDE
+        # models saved before the contiguous class layout keep the spread one they learned with
+        self.params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if self.model is None else \
+            self.model.state.get("class_stride", gd.LEGACY_CLASS_STRIDE)
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False
@@ -537,7 +539,8 @@ class Workspace:
         state = {"learner": self.state.tolist() if not predict_only
                  else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL]), 0.0]
                  + [0.0] * (2 * self.models),
-                 "stride": self.stride, "predict_only": bool(predict_only)}
+                 "stride": self.stride, "predict_only": bool(predict_only),
+                 "class_stride": int(self.params[gd.P_CLASS_STRIDE])}
         if not predict_only:
             state["power_t"] = self.options.power_t
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}

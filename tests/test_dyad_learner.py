@@ -129,7 +129,7 @@ def test_dyad_beats_linear_on_rater_task_data():
 def test_scoring_filter_tree_match_moves_both_competitors_exactly():
     """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
     of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
-    from pyvw_lite.learners.gd import CLASS_STRIDE
+    from pyvw_lite.learners.gd import P_CLASS_STRIDE
     ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
                    "--dyad_plain_rate --quiet")
     for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
@@ -142,7 +142,7 @@ def test_scoring_filter_tree_match_moves_both_competitors_exactly():
     fh_r, fh_t = hash_bytes("r_1", hash_bytes("rater")), hash_bytes("t_5", hash_bytes("task"))
 
     def class_slots(c):
-        off = c * CLASS_STRIDE
+        off = c * int(ws.params[P_CLASS_STRIDE])
         lin = [(fh_r + off) & ws.mask, (fh_t + off) & ws.mask, (CONSTANT_HASH + off) & ws.mask]
         lat_r = [(fh_r + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]
         lat_t = [(fh_t + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import run_workspace
 from pyvw_lite import Workspace
-from pyvw_lite.learners.gd import CLASS_STRIDE
+from pyvw_lite.learners.gd import CLASS_STRIDE, LEGACY_CLASS_STRIDE
 from pyvw_lite.reductions.tree import bracket
 
 HERE = Path(__file__).parent / "golden" / "multiclass"
@@ -94,16 +94,38 @@ def test_sft_filter_emits_the_matches_the_true_class_plays():
                 assert (tree.lo[left] <= truth <= tree.hi[left]) == (side == 1)
 
 
-def test_class_slots_never_collide_with_each_other():
-    """[D5] one feature's K class slots are distinct (odd multiplier), and the class offsets of
-    a feature do not collide for K <= 32 at b >= 16."""
+@pytest.mark.parametrize("stride", [CLASS_STRIDE, LEGACY_CLASS_STRIDE])
+def test_class_slots_never_collide_with_each_other(stride):
+    """[D5] one feature's K class slots are distinct, for the contiguous layout (P_C = 1) and
+    the spread one of SPEC §D.5 (odd multiplier), for K <= 32 at b >= 16."""
     for bits in (16, 18, 24):
         mask = (1 << bits) - 1
-        offsets = {(c * CLASS_STRIDE) & mask for c in range(32)}
+        offsets = {(c * stride) & mask for c in range(32)}
         assert len(offsets) == 32
         rng = np.random.default_rng(bits)
         for fh in rng.integers(0, 1 << 32, size=50):
-            assert len({(int(fh) + c * CLASS_STRIDE) & mask for c in range(32)}) == 32
+            assert len({(int(fh) + c * stride) & mask for c in range(32)}) == 32
+
+
+def test_models_with_the_spread_class_layout_keep_it(tmp_path):
+    """A model saved before the contiguous layout (no class stride recorded) predicts as saved."""
+    from pyvw_lite import __version__
+    from pyvw_lite.io.model_io import save_model
+    from pyvw_lite.learners.gd import P_CLASS_STRIDE
+    lines = gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode().splitlines()[:3000]
+    old = Workspace("--oaa 5 --quiet")
+    old.params[P_CLASS_STRIDE] = LEGACY_CLASS_STRIDE
+    old.learn(lines)
+    data = old.model_data()
+    del data.state["class_stride"]
+    save_model(str(tmp_path / "old"), data, __version__)
+    loaded = Workspace(["-i", str(tmp_path / "old"), "--quiet"])
+    assert loaded.params[P_CLASS_STRIDE] == LEGACY_CLASS_STRIDE
+    np.testing.assert_array_equal(loaded.predict(lines), old.predict(lines))
+    new = Workspace("--oaa 5 --quiet")
+    new.learn(lines)
+    new.save(str(tmp_path / "new"))
+    assert Workspace(["-i", str(tmp_path / "new"), "--quiet"]).params[P_CLASS_STRIDE] == 1
 
 
 def test_sft_learns_separable_classes():

@@ -96,20 +96,19 @@ def class_score(weights, slots, values, first, last, feat_hash, feat_value, rang
 
 @kernel
 def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
-                     n_sides, rank, shift, mask, initial, a, b):
-    """``(p, X, U, V, r, c_a, c_b)`` of a binary example ``f(x, c_0) [− f(x, c_1)]`` (SPEC §B.3):
-    the second competitor's dyads enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``), an
-    absent side adds its linearisation to ``X``.  Leaves the sides' ``ã``, ``b̃`` in ``a``, ``b``."""
+                     n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb):
+    """``(p, X)`` of a binary example ``f(x, c_0) [− f(x, c_1)]`` and its ``U``, ``V``, ``r``,
+    ``c_a``, ``c_b`` written into the given arrays (SPEC §B.3): the second competitor's dyads
+    enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``), an absent side adds its
+    linearisation to ``X``.  Leaves the sides' ``ã``, ``b̃`` in ``a``, ``b``."""
     n_pairs = ranges.shape[0]
     X = 0.0
     for k in range(first, last):
         X += values[k] * values[k]
     X *= n_sides
-    U = np.zeros(n_sides * n_pairs)
-    V = np.zeros(n_sides * n_pairs)
-    r = np.zeros(n_sides * n_pairs)
-    ca = np.empty(n_pairs)
-    cb = np.empty(n_pairs)
+    U[:] = 0.0
+    V[:] = 0.0
+    r[:] = 0.0
     p = initial
     for side in range(n_sides):
         sign = 1.0 if side == 0 else -1.0
@@ -128,7 +127,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
                 U[d], V[d], r[d] = (u, v, rate) if side == 0 else (v, u, rate)
             elif ca[m] > 0.0 or cb[m] > 0.0:  # an absent side: linear in s (SPEC §B.2)
                 X += (ca[m] + cb[m]) * shift * shift * rank
-    return p, X, U, V, r, ca, cb
+    return p, X
 
 
 @kernel
@@ -164,7 +163,7 @@ def symmetry_noise(slots: np.ndarray, noise: float) -> np.ndarray:
 @kernel
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b, adaptive_eta0, low, high):
+                importance, rtol, atol, a, b, work, adaptive_eta0, low, high):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
@@ -180,8 +179,11 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     reductions pass their binary problems' ±1 range, as their linear versions (and VW) clip, so
     a class far on the wrong side moves as one at the edge of the range instead of by its whole
     margin; the flow's curve is the same up to that shift.
+
+    ``work``: the buffers of :func:`scratch`, reused from step to step.
     """
     n_pairs = ranges.shape[0]
+    U, V, r, ca, cb, rates, delta_a, delta_b = _views(work, n_sides, n_pairs)
     for side in range(n_sides):
         for m in range(n_pairs):
             for half in range(2):
@@ -191,10 +193,9 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                         if touched[slot] == 0:
                             weights[slot, W] += noise * _noise(slot)
                             touched[slot] = 1
-    p, X, U, V, r, ca, cb = match_statistics(weights, slots, values, first, last, feat_hash,
-                                             feat_value, ranges, offsets, n_sides, rank, shift,
-                                             mask, initial, a, b)
-    rates = np.ones((n_sides, last - first))
+    p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
+                            offsets, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
+    rates[:, :last - first] = 1.0
     if adaptive_eta0 > 0.0:
         X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
                           label, importance, adaptive_eta0, eta, rates, True)
@@ -206,8 +207,6 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
         s, capped = ode_step(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000)
     if s == 0.0:
         return s, capped
-    delta_a = np.empty(rank)
-    delta_b = np.empty(rank)
     for side in range(n_sides):
         move = s if side == 0 else -s
         offset = offsets[side]
@@ -235,13 +234,13 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
 
 @kernel
 def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
-                     rank, shift, mask, initial, loss, state, params, importance, a, b):
+                     rank, shift, mask, initial, loss, state, params, importance, a, b, work):
     """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
     (SPEC §C.3-C.4)."""
     eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
-    p, X, U, V, r, _, _ = match_statistics(weights, slots, values, first, last, feat_hash,
-                                           feat_value, ranges, offsets, 1, rank, shift, mask,
-                                           initial, a, b)
+    U, V, r, ca, cb, _, _, _ = _views(work, 1, ranges.shape[0])
+    p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
+                            offsets, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
     label = -1.0 if p >= 0.0 else 1.0
     X += _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label,
                         params, eta)
@@ -260,10 +259,27 @@ def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, 
 
 
 @kernel
-def scratch(n_pairs, rank, sides):
-    """Per-example scratch: ``ã``, ``b̃`` per side and pair, namespace ranges, side offsets."""
+def scratch(n_pairs, rank, sides, starts):
+    """Per-call scratch, reused example after example (no allocation per step): ``ã``, ``b̃``
+    per side and pair, namespace ranges, side offsets, and the work buffers of
+    :func:`flow_update` (``U``, ``V``, ``r`` for two sides, ``c_a``, ``c_b``, per-feature rates
+    as wide as the widest example in ``starts``, latent increments)."""
+    width = 1
+    for e in range(starts.shape[0] - 1):
+        width = max(width, starts[e + 1] - starts[e])
+    work = (np.zeros(2 * n_pairs), np.zeros(2 * n_pairs), np.zeros(2 * n_pairs),
+            np.zeros(n_pairs), np.zeros(n_pairs), np.ones((2, width)), np.zeros(rank),
+            np.zeros(rank))
     return (np.empty((sides, n_pairs, rank)), np.empty((sides, n_pairs, rank)),
-            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(sides, dtype=np.int64))
+            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(sides, dtype=np.int64), work)
+
+
+@kernel(inline="always")
+def _views(work, n_sides, n_pairs):
+    """The work buffers sized for ``n_sides`` competitors (views, no copies)."""
+    U, V, r, ca, cb, rates, delta_a, delta_b = work
+    used = n_sides * n_pairs
+    return U[:used], V[:used], r[:used], ca, cb, rates[:n_sides], delta_a, delta_b
 
 
 @kernel
@@ -289,7 +305,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets = scratch(pairs.shape[0], rank, 1)
+    a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
     caps = 0
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
@@ -303,7 +319,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         if active == REQUEST and training and not labelled[e] and importance > 0.0:
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                  feat_value, ranges, offsets, rank, shift, mask, initials[e],
-                                 loss, state, params, importance, a, b)
+                                 loss, state, params, importance, a, b, work)
             requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
         if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
             continue
@@ -312,7 +328,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         elif active == SIMULATION:
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                  feat_value, ranges, offsets, rank, shift, mask, initials[e],
-                                 loss, state, params, importance, a, b)
+                                 loss, state, params, importance, a, b, work)
             probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
             if probability == 0.0:
                 continue
@@ -322,7 +338,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                 -np.inf, np.inf)  # binary/regression: unclipped, SPEC §B's flow
         caps += capped
     return caps
@@ -377,13 +393,14 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     """``h_min`` of each example under the current dyadic model (SPEC §C.2); a label of 0 asks
     for the reverting weight (the label opposite to the prediction)."""
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets = scratch(pairs.shape[0], rank, 1)
+    a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
+    U, V, r, ca, cb, _, _, _ = _views(work, 1, pairs.shape[0])
     eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
-        p, X, U, V, r, _, _ = match_statistics(weights, slots, values, starts[e], starts[e + 1],
-                                               feat_hash, feat_value, ranges, offsets, 1, rank,
-                                               shift, mask, initials[e], a, b)
+        p, X = match_statistics(weights, slots, values, starts[e], starts[e + 1], feat_hash,
+                                feat_value, ranges, offsets, 1, rank, shift, mask, initials[e],
+                                a, b, U, V, r, ca, cb)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
         X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], offsets, mask, loss,
                             p, label, params, eta)

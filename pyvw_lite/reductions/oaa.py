@@ -59,7 +59,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     loss = np.int64(params[P_LOSS])
     scores = np.empty(n_classes)
     offsets = class_offsets(n_classes, mask, params)
-    a, b, ranges, one = scratch(pairs.shape[0], rank, 1)
+    a, b, ranges, one, work = scratch(pairs.shape[0], rank, 1, starts)
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
@@ -82,7 +82,8 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
                                     1.0 if c == truth else -1.0, initials[e], eta, importance,
-                                    rtol, atol, a, b, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                    rtol, atol, a, b, work,
+                                    params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL])
             caps += capped
     return caps

@@ -118,7 +118,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     scores = np.empty(n_classes)
     offsets = class_offsets(n_classes, mask, params)
     matches = np.empty((max(1, n_classes), 4), dtype=np.int64)
-    a, b, ranges, pair_offsets = scratch(pairs.shape[0], rank, 2)
+    a, b, ranges, pair_offsets, work = scratch(pairs.shape[0], rank, 2, starts)
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
@@ -141,7 +141,8 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
                                     mask, loss, label, 0.0, eta, importance, rtol, atol, a, b,
-                                    params[P_ETA] * params[P_DYAD_ADAPTIVE], state[MIN_LABEL],
+                                    work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                    state[MIN_LABEL],
                                     state[MAX_LABEL])
             caps += capped
     return caps
