@@ -57,34 +57,57 @@ def test_scoring_tournament_is_the_argmax():
             assert tournament_winner(scores, tree) == int(np.argmax(scores))
 
 
-def sft_matches(scores, truth, tree):
-    """SPEC §D.3's training filter, written out plainly."""
+def sft_matches(scores, truth, tree, step, winners):
+    """The scoring filter tree's training walk written out plainly: at each ancestor of the true
+    class's leaf, the match between the current winners of its two subtrees (``winners``) if
+    the true class is one of them; ``step(scores, c1, c2, side)`` applies the match's update,
+    and the true class goes on only if it wins after it (SPEC erratum 6 carried to §D.3)."""
+    scores = scores.copy()
     out, child = [], truth
     while tree.parent[child] >= 0:
-        if child >= tree.classes:
-            lo, hi = tree.lo[child], tree.hi[child]
-            if lo + int(np.argmax(scores[lo:hi + 1])) != truth:
-                break
-        node = tree.parent[child]
-        n = node - tree.classes
-        left, right = tree.left[n], tree.right[n]
-        c1 = tree.lo[left] + int(np.argmax(scores[tree.lo[left]:tree.hi[left] + 1]))
-        c2 = tree.lo[right] + int(np.argmax(scores[tree.lo[right]:tree.hi[right] + 1]))
-        out.append((n, c1, c2, 1 if c1 == truth else -1))
-        child = node
+        n, c1, c2 = winners(scores, child)
+        if n < 0:
+            break
+        side = 1 if c1 == truth else -1
+        out.append((n, c1, c2, side))
+        step(scores, c1, c2, side)
+        if (scores[c1] - scores[c2] >= 0) != (side == 1):
+            break
+        child = n + tree.classes
     return out
 
 
-def test_sft_filter_emits_the_matches_the_true_class_plays():
+def plain_winners(tree, truth):
+    def winners(scores, child):
+        n = tree.parent[child] - tree.classes
+        left, right = tree.left[n], tree.right[n]
+        c1 = tree.lo[left] + int(np.argmax(scores[tree.lo[left]:tree.hi[left] + 1]))
+        c2 = tree.lo[right] + int(np.argmax(scores[tree.lo[right]:tree.hi[right] + 1]))
+        return (n, c1, c2) if truth in (c1, c2) else (-1, c1, c2)
+    return winners
+
+
+def test_sft_training_walk_plays_the_true_class_matches():
     """[D4] between 1 and depth matches; exactly depth(leaf) when the true class is predicted;
-    the label marks the side of the true class, which is one of the two competitors."""
+    the label marks the side of the true class, which is one of the two competitors; the
+    kernel's match finder agrees with the plain walk."""
+    from pyvw_lite.reductions.sft import _match_above
     rng = np.random.default_rng(4)
     for classes in (2, 3, 5, 8, 13):
         tree = bracket(classes)
         for _ in range(200):
             scores = rng.normal(size=classes)
             truth = int(rng.integers(classes))
-            matches = sft_matches(scores, truth, tree)
+            gain = rng.uniform(0.0, 2.0)
+
+            def step(s, c1, c2, side):  # a partial step towards the true class
+                s[c1] += side * gain / 2
+                s[c2] -= side * gain / 2
+
+            matches = sft_matches(scores, truth, tree, step, plain_winners(tree, truth))
+            kernel = sft_matches(scores, truth, tree, step, lambda s, child: _match_above(
+                s, truth, child, classes, tree.left, tree.right, tree.parent, tree.lo, tree.hi))
+            assert kernel == matches
             assert 1 <= len(matches) <= tree.depth(truth)
             if int(np.argmax(scores)) == truth:
                 assert len(matches) == tree.depth(truth)
@@ -92,6 +115,22 @@ def test_sft_filter_emits_the_matches_the_true_class_plays():
                 assert truth in (c1, c2) and (side == 1) == (c1 == truth)
                 left = tree.left[n]
                 assert (tree.lo[left] <= truth <= tree.hi[left]) == (side == 1)
+
+
+@pytest.mark.parametrize("classes", [3, 5, 8])
+def test_sft_learns_a_heavy_example_all_the_way_up(classes):
+    """A class that starts out losing inside its own subtree still climbs the whole bracket
+    when every match it plays is won after its update: one example with a large importance
+    weight is then predicted, whatever the model learned before (a pre-update filter stops
+    after the first match)."""
+    rng = np.random.default_rng(classes)
+    for trial in range(10):
+        ws = Workspace(f"--sft {classes} --quiet")
+        ws.learn([f"{rng.integers(1, classes + 1)} |f a{rng.integers(4)} b{rng.integers(4)}"
+                  for _ in range(300)])
+        truth = int(np.argmin(ws.predict_with_scores("|f a1 b2")[1][0]))  # the worst class
+        ws.learn(f"{truth + 1} 1000 |f a1 b2")
+        assert ws.predict("|f a1 b2")[0] == truth, trial
 
 
 @pytest.mark.parametrize("stride", [CLASS_STRIDE, LEGACY_CLASS_STRIDE])
@@ -105,6 +144,17 @@ def test_class_slots_never_collide_with_each_other(stride):
         rng = np.random.default_rng(bits)
         for fh in rng.integers(0, 1 << 32, size=50):
             assert len({(int(fh) + c * stride) & mask for c in range(32)}) == 32
+
+
+@pytest.mark.parametrize("stride", [CLASS_STRIDE, LEGACY_CLASS_STRIDE])
+def test_class_and_latent_offsets_never_collide(stride):
+    """[D5b] the (class, latent dim) offsets c·P_C + (r+1)·P_L (r = -1: the linear slot) are
+    distinct for K <= 32, rank <= 16 and b >= 16, in both class layouts."""
+    from pyvw_lite.reductions.dyad import LATENT_STRIDE
+    for bits in range(16, 33):
+        mask = (1 << bits) - 1
+        offsets = {(c * stride + j * LATENT_STRIDE) & mask for c in range(32) for j in range(17)}
+        assert len(offsets) == 32 * 17
 
 
 def test_models_with_the_spread_class_layout_keep_it(tmp_path):
