@@ -213,3 +213,22 @@ def test_refusals_name_the_option(small_files, flags, message):
         argv = argv[:-2]
     with pytest.raises(OptionError, match=re.escape(message)):
         run_workspace(argv + flags)
+
+
+def test_bench_scale_runs_every_executor_and_agrees_on_the_result(tmp_path):
+    """`pyvw-lite bench-scale` end to end on small inputs: every executor learns the same model
+    (same loss) and fits the same EM objective; speed-ups are reported against serial."""
+    import io
+
+    from pyvw_lite.cli.scale_bench import run_scale_bench
+    out = io.StringIO()
+    rows = run_scale_bench(lines=3000, tasks=300, passes=2, repeat=1, workdir=str(tmp_path),
+                           out=out)
+    learning = {row["executor"]: row for row in rows if row["job"] == "learning"}
+    em = {row["executor"]: row for row in rows if row["job"] == "batch EM"}
+    assert set(learning) == set(em) == {"one process", "serial", "processes:2", "dask-local:2"}
+    assert len({learning[name]["result"] for name in ("serial", "processes:2",
+                                                      "dask-local:2")}) == 1
+    assert len({row["result"] for row in em.values()}) == 1
+    assert learning["serial"]["speedup_vs_serial"] == 1.0
+    assert "speedup = serial executor's median wall time" in out.getvalue()

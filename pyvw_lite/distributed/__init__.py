@@ -1,2 +1,2 @@
 """Scale-out: an executor interface (serial, local processes, Dask) and the sharded algorithms
-that run on it (map-reduce batch EM)."""
+that run on it (online learning with per-pass averaging, map-reduce batch EM)."""
