@@ -169,8 +169,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("executor", STR, None, "learn on shards, averaging after each pass: serial, "
            "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="SPEC"),
     Option("shards", INT, 0, "number of shards (0: one per worker)", "Scale-out", metavar="N"),
-    Option("averaging", STR, "adaptive", "how shard models combine after a pass: adaptive "
-           "(updates weighted by their squared gradients) or mean", "Scale-out",
+    Option("averaging", STR, "adaptive", "how shard models combine after a pass (adaptive "
+           "weights each update by its squared gradients)", "Scale-out",
            choices=("adaptive", "mean")),
 )
 
