@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from ..workflow.peer import vw_available, vw_command
@@ -93,18 +94,35 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
     return [plan[name] for name in chosen]
 
 
+@contextmanager
+def bench_workdir(workdir: str | None, prefix: str):
+    """``workdir`` (kept), or a temporary directory removed when the benchmark ends."""
+    own = workdir is None
+    path = workdir or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(path, exist_ok=True)
+    try:
+        yield path
+    finally:
+        if own:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def binary_rater_file(workdir: str, lines: int, seed: int, out) -> str:
+    """The seeded binary rater-task file of ``lines`` lines in ``workdir`` (made once)."""
+    from ..synthetic import rater_task, write_vw
+    data = os.path.join(workdir, f"rt2_{lines}_{seed}.vw")
+    if not os.path.exists(data):
+        out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
+        write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
+    return data
+
+
 def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: str = "logistic",
               workdir: str | None = None, peer: bool = True, out=sys.stdout,
               chosen: tuple[str, ...] = SCENARIOS) -> list[Result]:
     from ..synthetic import rater_task, write_vw
-    own_dir = workdir is None
-    workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-bench-")
-    os.makedirs(workdir, exist_ok=True)
-    try:
-        data = os.path.join(workdir, f"rt2_{lines}_{seed}.vw")
-        if not os.path.exists(data):
-            out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
-            write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
+    with bench_workdir(workdir, "pyvw-lite-bench-") as workdir:
+        data = binary_rater_file(workdir, lines, seed, out)
         multiclass = os.path.join(workdir, f"rt5_{lines}_{seed}.vw")
         if {"sft", "sft-dyad"} & set(chosen) and not os.path.exists(multiclass):
             out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
@@ -137,9 +155,6 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
                                   peer_loss))
         report(results, out)
         return results
-    finally:
-        if own_dir:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def report(results: list[Result], out=sys.stdout) -> None:

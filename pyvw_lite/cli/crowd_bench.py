@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+
+from .bench import bench_workdir
 
 OURS_RUNNER = r"""
 import json, sys, time, resource
@@ -104,11 +104,8 @@ def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 123
     """Batch and online EM (and the peer where asked) at each size with 2,000 workers; then
     online EM at the first size with ``many_workers`` distinct workers, to show that its
     worker table (and memory) does not grow with them."""
-    own_dir = workdir is None
-    workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-crowd-bench-")
-    os.makedirs(workdir, exist_ok=True)
     rows = []
-    try:
+    with bench_workdir(workdir, "pyvw-lite-crowd-bench-") as workdir:
         if many_workers:
             answers, truth = _dataset(workdir, sizes[0], many_workers, seed, out)
             runs = [_run([sys.executable, "-c", OURS_RUNNER, "online", answers, truth])
@@ -137,9 +134,6 @@ def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 123
                 rows.append(row)
         report(rows, out)
         return rows
-    finally:
-        if own_dir:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def report(rows: list[dict], out=sys.stdout) -> None:

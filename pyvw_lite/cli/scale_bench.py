@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 
-from .bench import _average_loss, _ours_command, _timed
+from .bench import (_average_loss, _ours_command, _timed, bench_workdir,
+                    binary_rater_file)
 from .crowd_bench import _dataset, _run
 
 EXECUTORS = ("serial", "processes:2", "dask-local:2")
@@ -93,27 +92,17 @@ def _rows(job: str, times: dict, results: dict, out) -> list[dict]:
 def run_scale_bench(lines: int = 1_000_000, tasks: int = 1_000_000, passes: int = 3,
                     repeat: int = 3, seed: int = 12345, workdir: str | None = None,
                     out=sys.stdout) -> list[dict]:
-    from ..synthetic import rater_task, write_vw
-    own_dir = workdir is None
-    workdir = workdir or tempfile.mkdtemp(prefix="pyvw-lite-scale-bench-")
-    os.makedirs(workdir, exist_ok=True)
-    try:
-        data = os.path.join(workdir, f"rt2_{lines}_{seed}.vw")
-        if not os.path.exists(data):
-            out.write(f"generating {lines:,} binary rater-task lines (seed {seed}) ...\n")
-            write_vw(data, rater_task(n_ratings=lines, classes=2, seed=seed), binary=True)
+    with bench_workdir(workdir, "pyvw-lite-scale-bench-") as workdir:
+        data = binary_rater_file(workdir, lines, seed, out) if lines else None
         answers, _ = _dataset(workdir, tasks, 2_000, seed, out) if tasks else (None, None)
         out.write(f"{'job':<10} {'executor':<14} {'seconds':>9} {'speedup':>8}  result\n")
         rows = _learning(os.path.abspath(data), passes, repeat, workdir, out) if lines else []
         if answers:
             rows += _batch_em(answers, repeat, out)
         out.write(f"speedup = serial executor's median wall time ÷ this one's (2 shards each; "
-                  f"learning: {passes} passes (no holdout) over {lines:,} lines, whole processes; batch EM: "
-                  f"{tasks:,} tasks, executor start-up + fit)\n")
+                  f"learning: {passes} passes (no holdout) over {lines:,} lines, whole "
+                  f"processes; batch EM: {tasks:,} tasks, executor start-up + fit)\n")
         return rows
-    finally:
-        if own_dir:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def rows_json(rows: list[dict]) -> str:

@@ -50,9 +50,9 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
         for c in range(n_classes):
             scores[c] = predict_flat(weights, slots, values, first, last, offsets[c], mask,
                                      initials[e])
-        predicted_class(scores, e, out_pred, out_scores, record_scores)
-        truth = classes[e]
-        if not starts_training(training, truth, holdout[e], importances[e], state):
+        truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
+                                   importances, holdout, training, state)
+        if truth < 0:
             continue
         importance = importances[e]
         child = truth
@@ -78,6 +78,18 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             if not _truth_wins(scores, c1, c2, label):
                 break
             child = n + n_classes
+
+
+@kernel
+def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, importances,
+                       holdout, training, state):
+    """Argmax prediction from the class scores; the true class when the example trains (and
+    is counted in the schedule), -1 otherwise."""
+    predicted_class(scores, e, out_pred, out_scores, record_scores)
+    truth = classes[e]
+    if not starts_training(training, truth, holdout[e], importances[e], state):
+        return -1
+    return truth
 
 
 @kernel(inline="always")
@@ -121,9 +133,9 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first,
                             last, feat_hash, feat_value, ranges, offsets, rank, shift, mask,
                             initials[e], a, b, scores)
-        predicted_class(scores, e, out_pred, out_scores, record_scores)
-        truth = classes[e]
-        if not starts_training(training, truth, holdout[e], importances[e], state):
+        truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
+                                   importances, holdout, training, state)
+        if truth < 0:
             continue
         importance = importances[e]
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
