@@ -6,8 +6,13 @@ OUT := demo-out
 
 .PHONY: install test demo bench clean clean-cache
 
-$(VENV)/.installed: pyproject.toml
+# The demo needs only the package and matplotlib; the tests add their own extras on top.
+$(VENV)/.demo-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[plot]'
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.demo-installed
 	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
 	touch $@
 
@@ -16,7 +21,7 @@ install: $(VENV)/.installed
 test: install
 	$(BIN)/python -m pytest
 
-demo: install
+demo: $(VENV)/.demo-installed
 	@mkdir -p $(OUT)
 	@echo "== the seed experiment on the bundled act_MS answers: best constant, linear and dyadic"
 	@echo "   k = 1..3 scoring filter trees with hinge loss, 15/16 train, 1/16 test"

@@ -12,7 +12,8 @@ import pytest
 from pyvw_lite import datasets
 from pyvw_lite.cli.main import main
 from pyvw_lite.io.hashing import murmur_bytes
-from pyvw_lite.workflow.evaluate import confusion_of, wilson_interval
+from pyvw_lite.workflow.evaluate import (confusion_of, mcnemar_p_value, paired_difference,
+                                         wilson_interval)
 from pyvw_lite.workflow.experiment import ConfigError, load_config, run_experiment
 from pyvw_lite.workflow.split import split_file
 
@@ -81,6 +82,27 @@ def test_wilson_interval_and_confusion():
     assert precision.tolist() == [1.0, 2 / 3] and recall.tolist() == [0.5, 1.0]
 
 
+def test_paired_difference_counts_discordant_examples():
+    a = np.array([True] * 6 + [False] * 4)
+    b = np.array([True] * 3 + [False] * 3 + [True] * 3 + [False])
+    paired = paired_difference(a, b)
+    # only A right on examples 3..5, only B right on 6..8: equal losses, even split
+    assert (paired.worse, paired.better, paired.difference, paired.p_value) == (3, 3, 0.0, 1.0)
+    assert paired.low == pytest.approx(-1.959964 * math.sqrt(0.6 / 10)) == -paired.high
+    paired = paired_difference(a, ~a)
+    assert (paired.worse, paired.better) == (6, 4) and paired.difference == pytest.approx(0.2)
+    assert confusion_of(["1", "2", "2"], ["1", "1", "2"]).hits.tolist() == [True, False, True]
+    with pytest.raises(ValueError, match="3 and 2 examples"):
+        paired_difference(a[:3], a[:2])
+
+
+@pytest.mark.parametrize("worse,better", [(0, 5), (1, 9), (7, 3), (20, 31), (1500, 1620)])
+def test_mcnemar_p_value_is_the_exact_binomial_test(worse, better):
+    stats = pytest.importorskip("scipy.stats")
+    expected = stats.binomtest(worse, worse + better, 0.5).pvalue
+    assert mcnemar_p_value(worse, better) == pytest.approx(expected, rel=1e-9)
+
+
 def test_convert_split_train_predict_evaluate(tmp_path, capsys):
     folder = datasets.folder("act_CF")
     lines, train, test = tmp_path / "cf.vw", tmp_path / "train.vw", tmp_path / "test.vw"
@@ -146,7 +168,16 @@ args = "--sft {{K}} --dyad rt --rank 1 -l 1"
     assert all(r.low <= r.loss <= r.high for r in result.results)
     record = json.loads((tmp_path / "work" / "results.json").read_text())
     assert record["labels"] == ["0", "1", "2", "3", "4"] and len(record["results"]) == 3
-    assert "test 0/1 loss" in "".join(out)
+    text = "".join(out)
+    assert "test 0/1 loss" in text and "minus linear, paired 95%" in text
+    assert record["baseline"] == "linear" and record["results"][1]["versus"]["difference"] == 0
+    versus = record["results"][2]["versus"]
+    assert versus["difference"] == pytest.approx(dyadic.loss - linear.loss)
+    assert versus["low"] <= versus["difference"] <= versus["high"]
+    config.write_text(config.read_text().replace("[experiment]", "[experiment]\nbaseline = 'x'"))
+    with pytest.raises(ConfigError, match="baseline = 'x' names no model"):
+        run_experiment(str(config), str(tmp_path / "work"), with_peer=False, out=Sink(),
+                       plot=False)
 
 
 def test_experiment_config_errors(tmp_path):

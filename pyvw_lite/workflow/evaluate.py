@@ -24,9 +24,55 @@ def wilson_interval(errors: int, n: int, z: float = Z_95) -> tuple[float, float]
 
 
 @dataclass
+class PairedDifference:
+    """Model B's 0/1 loss minus model A's on the same test examples.
+
+    ``worse`` counts the examples only A gets right, ``better`` those only B gets right; the
+    interval is the Wald interval of a paired difference of proportions and ``p_value`` the
+    exact two-sided McNemar test (the discordant examples as fair coin flips)."""
+    n: int
+    worse: int
+    better: int
+    difference: float
+    low: float
+    high: float
+    p_value: float
+
+
+def paired_difference(hits_a: np.ndarray, hits_b: np.ndarray,
+                      z: float = Z_95) -> PairedDifference:
+    if len(hits_a) != len(hits_b):
+        raise ValueError(f"paired comparison of {len(hits_a)} and {len(hits_b)} examples")
+    n = len(hits_a)
+    worse = int(np.count_nonzero(hits_a & ~hits_b))
+    better = int(np.count_nonzero(~hits_a & hits_b))
+    if n == 0:
+        return PairedDifference(0, 0, 0, math.nan, math.nan, math.nan, math.nan)
+    difference = (worse - better) / n
+    spread = math.sqrt(max(0.0, (worse + better) / n - difference * difference) / n)
+    return PairedDifference(n, worse, better, difference, difference - z * spread,
+                            difference + z * spread, mcnemar_p_value(worse, better))
+
+
+def mcnemar_p_value(worse: int, better: int) -> float:
+    """Exact two-sided McNemar test: P(a count as uneven as this) under Binomial(worse+better,
+    1/2), summed in log space so that thousands of discordant pairs stay exact."""
+    total, smaller = worse + better, min(worse, better)
+    if total == 0 or 2 * smaller == total:
+        return 1.0
+    log_half = total * math.log(0.5)
+    tail = 0.0
+    for k in range(smaller + 1):
+        tail += math.exp(math.lgamma(total + 1) - math.lgamma(k + 1) - math.lgamma(total - k + 1)
+                         + log_half)
+    return min(1.0, 2.0 * tail)
+
+
+@dataclass
 class Evaluation:
     classes: list[str]
     confusion: np.ndarray  # rows: truth, columns: prediction
+    hits: np.ndarray | None = None  # per scored example: prediction == truth
 
     @property
     def n(self) -> int:
@@ -72,8 +118,10 @@ def confusion_of(truth: list[str], predicted: list[str]) -> Evaluation:
     names = sorted(set(truth) | set(predicted), key=_natural)
     index = {name: k for k, name in enumerate(names)}
     matrix = np.zeros((len(names), len(names)), dtype=np.int64)
-    np.add.at(matrix, ([index[v] for v in truth], [index[v] for v in predicted]), 1)
-    return Evaluation(classes=names, confusion=matrix)
+    rows = np.array([index[v] for v in truth], dtype=np.int64)
+    columns = np.array([index[v] for v in predicted], dtype=np.int64)
+    np.add.at(matrix, (rows, columns), 1)
+    return Evaluation(classes=names, confusion=matrix, hits=rows == columns)
 
 
 def _natural(text: str):

@@ -2,7 +2,11 @@
 
 Crowd answers become rater-task lines (shuffled, seeded), are split into train and test (15/16
 and 1/16 by default, SPEC §G), and every model of the config is trained on the train lines and
-scored on the test lines: 0/1 loss with a 95% Wilson interval.  ``best constant`` predicts the
+scored on the test lines: 0/1 loss with a 95% Wilson interval.  Every model is also compared
+with the baseline (``baseline = "linear"`` by default, when a model has that name) on the same
+test examples: the paired difference of 0/1 losses with its 95% interval and the exact McNemar
+p-value, which tells a real difference from test-set noise far more sharply than two
+overlapping intervals do.  ``best constant`` predicts the
 most frequent training label.  Models given in ``[[peer]]`` run under Vowpal Wabbit when the
 ``vowpalwabbit`` package is installed, in the same run.  The table is printed; a JSON record and,
 with matplotlib installed, a PNG bar chart with error bars are written next to the data.
@@ -37,8 +41,10 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from .convert import crowd_to_vw
-from .evaluate import evaluate_predictions, wilson_interval
+from .evaluate import evaluate_predictions, paired_difference, wilson_interval
 from .peer import vw_available, vw_command
 from .split import split_file
 
@@ -62,6 +68,7 @@ class ModelResult:
     low: float
     high: float
     seconds: float
+    versus: dict | None = None  # PairedDifference against the baseline, as a dict
 
 
 @dataclass
@@ -71,14 +78,22 @@ class ExperimentResult:
     labels: list[str]
     split: dict
     results: list[ModelResult] = field(default_factory=list)
+    baseline: str | None = None
 
     def table(self) -> str:
         width = max(12, max(len(r.name) for r in self.results) + 2)
+        paired = f"minus {self.baseline}, paired 95%" if self.baseline else ""
+        span = max(len(paired), 28)
         lines = [f"{'model':<{width}} {'tool':<9} {'test 0/1 loss':>13} {'95% interval':>19} "
-                 f"{'seconds':>8}"]
+                 f"{'seconds':>8}" + (f"  {paired:<{span}} {'McNemar p':>9}" if paired else "")]
         for r in self.results:
-            lines.append(f"{r.name:<{width}} {r.tool:<9} {r.loss:>13.4f} "
-                         f"{f'{r.low:.4f} .. {r.high:.4f}':>19} {r.seconds:>8.2f}")
+            line = (f"{r.name:<{width}} {r.tool:<9} {r.loss:>13.4f} "
+                    f"{f'{r.low:.4f} .. {r.high:.4f}':>19} {r.seconds:>8.2f}")
+            if paired and r.versus and r.name != self.baseline:
+                v = r.versus
+                cell = f"{v['difference']:+.4f} ({v['low']:+.4f} .. {v['high']:+.4f})"
+                line += f"  {cell:<{span}} {v['p_value']:>9.2g}"
+            lines.append(line)
         return "\n".join(lines) + "\n"
 
 
@@ -175,11 +190,19 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
         out.write("vowpalwabbit is not installed: the [[peer]] models are skipped\n")
         peers = []
     plan = [(model, "pyvw-lite") for model in config["models"]] + [(m, "VW") for m in peers]
+    names = [model["name"] for model, _ in plan]
+    baseline = setup.get("baseline", "linear" if "linear" in names else None)
+    if baseline is not None and baseline not in names:
+        raise ConfigError(f"{config_path}: baseline = {baseline!r} names no model "
+                          f"(models: {', '.join(names)})")
+    result.baseline = baseline
+    hits = {}
     for position, (model, tool) in enumerate(plan):
         started = time.perf_counter()
         if model.get("constant"):
             constant = Counter(_labels_of(train)).most_common(1)[0][0]
-            errors = sum(label != constant for label in test_labels)
+            hits[model["name"]] = np.array([label == constant for label in test_labels])
+            errors = int(np.count_nonzero(~hits[model["name"]]))
             n = len(test_labels)
             args, tool = f"predicts {constant}", "-"
         else:
@@ -194,11 +217,15 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
             runner(test_argv)
             evaluation = evaluate_predictions(stem + ".pred", test)
             errors, n = evaluation.errors, evaluation.n
+            hits[model["name"]] = evaluation.hits
         low, high = wilson_interval(errors, n)
         result.results.append(ModelResult(name=model["name"], tool=tool, args=args,
                                           test_examples=n, errors=int(errors), loss=errors / n,
                                           low=low, high=high,
                                           seconds=time.perf_counter() - started))
+    if baseline is not None:
+        for r in result.results:
+            r.versus = asdict(paired_difference(hits[baseline], hits[r.name]))
     out.write(result.table())
     record = os.path.join(workdir, "results.json")
     with open(record, "w") as handle:
