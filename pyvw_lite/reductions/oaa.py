@@ -11,7 +11,7 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
+                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, class_scores)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import dyadic_class_scores, flow_update, scratch
@@ -30,9 +30,9 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
+        class_scores(weights, slots, values, first, last, offsets, mask, initials[e], scores)
         for c in range(n_classes):
-            raw = predict_flat(weights, slots, values, first, last, offsets[c], mask, initials[e])
-            scores[c] = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+            scores[c] = min(max(scores[c], state[MIN_LABEL]), state[MAX_LABEL])
         predicted_class(scores, e, out_pred, out_scores, record_scores)
         truth = classes[e]
         importance = importances[e]

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, predict_flat)
+                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, class_scores,
+                           predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import class_score, dyadic_class_scores, flow_update, scratch
@@ -47,9 +48,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
-        for c in range(n_classes):
-            scores[c] = predict_flat(weights, slots, values, first, last, offsets[c], mask,
-                                     initials[e])
+        class_scores(weights, slots, values, first, last, offsets, mask, initials[e], scores)
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
                                    importances, holdout, training, state)
         if truth < 0:
