@@ -133,8 +133,10 @@ class Workspace:
         self.dyadic = dyad.setup(o)
         if self.dyadic is not None:
             if o.adaptive or o.normalized:
-                raise OptionError("--dyad learns with the plain importance-aware rate; "
-                                  "--adaptive and --normalized do not apply")
+                raise OptionError("--dyad moves its latent vectors at the plain importance-aware "
+                                  "rate and its linear terms at VW's adaptive normalized rates "
+                                  "(--dyad_plain_rate: the plain rate too); --adaptive and "
+                                  "--normalized do not apply")
             self.adaptive = self.normalized = False
             self.invariant = True
         elif chosen:
@@ -214,6 +216,8 @@ class Workspace:
         self.params[gd.P_CONSTANT] = not o.noconstant
         self.params[gd.P_FIXED_RANGE] = fixed
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
+        if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
+            self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)
         # models saved before the contiguous class layout keep the spread one they learned with
         self.params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if self.model is None else \

@@ -6,7 +6,7 @@ import pytest
 
 from pyvw_lite import Workspace
 from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
-from pyvw_lite.learners.gd import G, P_ETA, P_POWER_T, T_SUM
+from pyvw_lite.learners.gd import G, NORM_BASE, P_ETA, P_POWER_T, T_SUM
 from pyvw_lite.options import OptionError
 from pyvw_lite.reductions.dyad import LATENT_STRIDE
 
@@ -32,7 +32,8 @@ def model_prediction(w, ws, rater, task):
 def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, label, h, rates):
     """[B1/B5/B6] the closed-form trajectory (and its 1-D ODE) equals many tiny gradient steps
     on the actual linear and latent weights; with adaptive rates each linear weight steps at
-    its own eta0 / sqrt(G_k) (G_k including this example's gradient), the latent ones at eta."""
+    its own eta0 / (sqrt(G_k)·N_k)·M (G_k including this example's gradient, VW's adaptive
+    normalized rate), the latent ones at eta."""
     plain = " --dyad_plain_rate" if rates == "plain" else ""
     ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5{plain} --quiet")
     rng_lines = ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5", "1 |rater r_1 |task t_7"]
@@ -45,7 +46,12 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
     const = CONSTANT_HASH & ws.mask
     w = w0.copy()
-    linear_rate = {slot: eta if plain else ws.params[P_ETA] / math.sqrt(ws.weights[slot, G])
+    # VW's normalized rate: N_k = 1 for these unit features, and the global normalizer
+    # M = (Σ h·Σ x²/N² / Σ h)^-1/2 as it stands after this example
+    normalizer = 1.0 if plain else 1.0 / math.sqrt(ws.state[NORM_BASE] / ws.state[NORM_BASE + 1])
+    assert plain or ws.state[NORM_BASE + 1] == pytest.approx(9 + h)
+    linear_rate = {slot: eta if plain else
+                   ws.params[P_ETA] / math.sqrt(ws.weights[slot, G]) * normalizer
                    for slot in (lr, lt, const)}
     n = 20000
     for _ in range(n):
@@ -100,7 +106,7 @@ def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater
 @pytest.mark.parametrize("args,needle", [
     ("--dyad rr", "with itself"), ("--dyad rt --dyad tq", "in two pairs"),
     ("--dyad rtx", "two namespace letters"), ("--rank 2", "need --dyad"),
-    ("--dyad rt --adaptive", "plain importance-aware rate"),
+    ("--dyad rt --adaptive", "adaptive normalized rates"),
 ])
 def test_dyad_option_errors(args, needle):
     with pytest.raises(OptionError, match=needle):
@@ -193,3 +199,20 @@ def test_h_min_from_the_api_flips_the_prediction(args, loss):
     else:
         assert abs(after) < abs(before)
         assert (after * before > 0) == (weight > 1.0)
+
+
+def test_linear_terms_learn_as_vws_default_linear_learner():
+    """With no dyad present (``--dyad qz`` on rater/task data) the dyadic learner is its linear
+    terms alone, and they take VW's default adaptive normalized rates: the predictions follow
+    the linear learner's to float32 rounding, non-unit feature values included (the per-slot
+    normalizers N_k, the weight rescale when N_k grows and the global normalizer)."""
+    from pyvw_lite.synthetic import rater_task
+    data = rater_task(n_ratings=5000, n_raters=50, n_tasks=800, classes=2, seed=7)
+    rng = np.random.default_rng(0)
+    lines = [f"{line} |f x:{rng.normal():.3f} y:{rng.uniform(0, 5):.3f}"
+             for line in data.vw_lines(binary=True)]
+    linear = Workspace("--loss_function logistic --quiet").learn(lines)
+    dyadic = Workspace("--loss_function logistic --dyad qz --quiet").learn(lines)
+    np.testing.assert_allclose(dyadic, linear, atol=1e-5)
+    plain = Workspace("--loss_function logistic --dyad qz --dyad_plain_rate --quiet").learn(lines)
+    assert np.abs(plain - linear).max() > 0.1  # the plain rate is another learner

@@ -20,9 +20,9 @@ from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
                                hmin_dyadic, ode_step, query, request, returned_label)
-from ..learners.gd import (G, P_DYAD_ADAPTIVE, P_LOSS, P_POWER_T, P_ETA, P_TRAINING, T_SUM, W,
-                           _decay,
-                           _namespace_range, predict_flat)
+from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LOSS, P_NORMALIZED,
+                           P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay, _namespace_range,
+                           predict_flat)
 from ..learners.losses import HINGE, loss_terms
 from ..options import OptionError, Options
 
@@ -132,25 +132,60 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
 
 @kernel
 def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p, label,
-                 importance, eta0, eta, rates, commit):
-    """Adaptive rates of the linear terms relative to the flow's ``eta``: feature k moves at
-    ``eta0 / sqrt(G_k)``, ``G_k`` the importance-weighted squared gradients including this
-    example's at ``p`` (VW's adaptive rule; ``commit`` stores the new ``G_k``, otherwise the
-    rates are what the example would get, as VW's stateless sensitivity).  Fills ``rates`` and
+                 importance, eta0, eta, rates, commit, state, norm_index):
+    """Per-feature rates of the linear terms relative to the flow's ``eta``, the rates VW's
+    default update (adaptive, normalized) gives them: feature k moves at
+    ``eta0 / (sqrt(G_k) · N_k) · M``, ``G_k`` the importance-weighted squared gradients
+    including this example's at ``p``, ``N_k`` the largest ``|x_k|`` seen at the slot and
+    ``M = (Σ h·Σ x²/N² / Σ h)^-1/2`` the global normalizer of ``state[norm_index]`` (``N_k = M
+    = 1`` when ``norm_index < 0``: adaptive only).  ``commit`` stores the new ``G_k``, ``N_k``
+    (rescaling the weight as VW does when ``N_k`` grows) and normalizer sums; otherwise the
+    rates are what the example would get, as VW's stateless sensitivity.  Fills ``rates`` and
     returns ``sum rate_k x_k^2 - sum x_k^2`` over the sides: what to add to the plain ``X``."""
     _, gradient2, _ = loss_terms(loss, p, label)
-    change = 0.0
+    normalized = norm_index >= 0
+    norm_x = 0.0
     for side in range(n_sides):
         for k in range(first, last):
             slot = (slots[k] + offsets[side]) & mask
-            x2 = values[k] * values[k]
+            x = values[k]
+            x2 = x * x
             total = weights[slot, G] + importance * gradient2 * x2
             if commit:
                 weights[slot, G] = total
-            rate = eta0 / (eta * np.sqrt(total)) if total > 0.0 else 0.0
-            rates[side, k - first] = rate
-            change += (rate - 1.0) * x2
+            norm = 1.0
+            if normalized:
+                norm = max(np.float64(weights[slot, N]), abs(x))
+                if commit and norm > weights[slot, N]:
+                    if weights[slot, N] > 0.0:
+                        weights[slot, W] *= weights[slot, N] / norm
+                    weights[slot, N] = norm
+                    norm = np.float64(weights[slot, N])
+                if norm > 0.0:
+                    norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
+            rates[side, k - first] = eta0 / (eta * np.sqrt(total) * norm) \
+                if total > 0.0 and norm > 0.0 else 0.0
+    multiplier = 1.0
+    if normalized:
+        total_x = state[norm_index] + importance * norm_x
+        total_h = state[norm_index + 1] + importance
+        if commit:
+            state[norm_index] = total_x
+            state[norm_index + 1] = total_h
+        if total_x > 0.0:
+            multiplier = 1.0 / np.sqrt(total_x / total_h)
+    change = 0.0
+    for side in range(n_sides):
+        for k in range(first, last):
+            rates[side, k - first] *= multiplier
+            change += (rates[side, k - first] - 1.0) * values[k] * values[k]
     return change
+
+
+@kernel(inline="always")
+def normalizer(params, model):
+    """Index of sub-model ``model``'s normalizer sums in the state, -1 without --normalized."""
+    return NORM_BASE + 2 * model if params[P_NORMALIZED] != 0.0 else -1
 
 
 def symmetry_noise(slots: np.ndarray, noise: float) -> np.ndarray:
@@ -163,7 +198,7 @@ def symmetry_noise(slots: np.ndarray, noise: float) -> np.ndarray:
 @kernel
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b, work, adaptive_eta0, low, high):
+                importance, rtol, atol, a, b, work, adaptive_eta0, low, high, state, norm_index):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
@@ -171,9 +206,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     (:func:`match_statistics`), solves for ``s`` and writes every parameter back along its
     closed-form curve (the second competitor at ``−s``, SPEC §D.3).  Returns ``(s, capped)``.
 
-    ``adaptive_eta0 > 0``: the linear terms take per-feature adaptive rates (fixed for the
-    step) instead of the flow's plain ``eta``; the flow stays exact, the linear part of ``X``
-    is just weighted by the rates.  0: every parameter at the plain rate (SPEC §B as written).
+    ``adaptive_eta0 > 0``: the linear terms take VW's per-feature adaptive (and, with
+    ``norm_index >= 0``, normalized: :func:`linear_rates`) rates, fixed for the step, instead of
+    the flow's plain ``eta``; the flow stays exact, the linear part of ``X`` is just weighted by
+    the rates.  0: every parameter at the plain rate (SPEC §B as written).
 
     The step is solved from the prediction clipped to ``[low, high]``: the multiclass
     reductions pass their binary problems' ±1 range, as their linear versions (and VW) clip, so
@@ -196,10 +232,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
                             offsets, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
     rates[:, :last - first] = 1.0
+    p = min(max(p, low), high)
     if adaptive_eta0 > 0.0:
         X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
-                          label, importance, adaptive_eta0, eta, rates, True)
-    p = min(max(p, low), high)
+                          label, importance, adaptive_eta0, eta, rates, True, state, norm_index)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
         capped = False
@@ -243,19 +279,19 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
                             offsets, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
     label = -1.0 if p >= 0.0 else 1.0
     X += _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label,
-                        params, eta)
+                        state, params, eta)
     return hmin_dyadic(loss, p, label, X, U, V, r, eta, 0.0)
 
 
 @kernel
-def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label, params,
-                   eta):
-    """What adaptive linear rates (at importance 1, stateless) add to X; 0 at the plain rate."""
+def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label, state,
+                   params, eta):
+    """What the linear rates (at importance 1, stateless) add to X; 0 at the plain rate."""
     if params[P_DYAD_ADAPTIVE] == 0.0:
         return 0.0
     rates = np.empty((1, last - first))
     return linear_rates(weights, slots, values, first, last, offsets, 1, mask, loss, p, label,
-                        1.0, params[P_ETA], eta, rates, False)
+                        1.0, params[P_ETA], eta, rates, False, state, normalizer(params, 0))
 
 
 @kernel
@@ -339,7 +375,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
                                 a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                -np.inf, np.inf)  # binary/regression: unclipped, SPEC §B's flow
+                                -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
+                                state, normalizer(params, 0))
         caps += capped
     return caps
 
@@ -403,5 +440,5 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
                                 a, b, U, V, r, ca, cb)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
         X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], offsets, mask, loss,
-                            p, label, params, eta)
+                            p, label, state, params, eta)
         out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])

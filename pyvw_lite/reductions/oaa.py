@@ -14,7 +14,7 @@ from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED
                            P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, class_scores)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import dyadic_class_scores, flow_update, scratch
+from .dyad import dyadic_class_scores, flow_update, normalizer, scratch
 from .multiclass import (MulticlassReduction, class_offsets, predicted_class, starts_training,
                          widen_range)
 
@@ -84,7 +84,8 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                     1.0 if c == truth else -1.0, initials[e], eta, importance,
                                     rtol, atol, a, b, work,
                                     params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                    state[MIN_LABEL], state[MAX_LABEL])
+                                    state[MIN_LABEL], state[MAX_LABEL], state,
+                                    normalizer(params, c))
             caps += capped
     return caps
 

@@ -22,7 +22,7 @@ from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED
                            predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import class_score, dyadic_class_scores, flow_update, scratch
+from .dyad import class_score, dyadic_class_scores, flow_update, normalizer, scratch
 from .multiclass import (TreeReduction, class_offsets, predicted_class, starts_training,
                          widen_range)
 
@@ -153,7 +153,8 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
                                     mask, loss, label, 0.0, eta, importance, rtol, atol, a, b,
                                     work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                    state[MIN_LABEL], state[MAX_LABEL])
+                                    state[MIN_LABEL], state[MAX_LABEL], state,
+                                    normalizer(params, n))
             caps += capped
             if s != 0.0:
                 for c in (c1, c2):
