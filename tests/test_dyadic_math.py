@@ -216,3 +216,21 @@ def test_huge_weights_stay_finite_and_match_the_small_step_limit():
             slope = 2 * (p0 - y) if loss == SQUARED else (
                 -y / (1 + math.exp(y * p0)) if loss == LOGISTIC else (-y if y * p0 < 1 else 0.0))
             assert s == pytest.approx(0.5 * h * slope, rel=0.05, abs=1e-9)
+
+
+def test_both_exponentials_from_one_expm1_keep_full_accuracy():
+    """p(s) takes ``expm1(-x)`` and ``expm1(x)`` from a single ``expm1(|x|)``; the derived one
+    must stay within a few ulp of mpmath everywhere, tiny, large and clamped arguments included
+    (deriving from ``expm1(-|x|)`` instead would divide by 0 for ``|x| > 37``)."""
+    import numba
+
+    from pyvw_lite.learners.dyadic import EXP_CAP, _expm1_pair
+    mpmath = pytest.importorskip("mpmath")
+    pair = numba.njit(lambda x: _expm1_pair(x))
+    mpmath.mp.dps = 40
+    points = np.concatenate([np.linspace(-60, 60, 2001), np.geomspace(1e-300, 1e-3, 200),
+                             -np.geomspace(1e-300, 1e-3, 200), [0.0, 699.9, -699.9, 701, -701]])
+    for x in points:
+        for got, arg in zip(pair(x), (-x, x)):
+            exact = float(mpmath.expm1(min(arg, EXP_CAP)))
+            assert got == pytest.approx(exact, rel=4.5e-16, abs=0.0), x
