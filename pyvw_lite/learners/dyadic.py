@@ -63,12 +63,13 @@ def _expm1_pair(x):
     return (small, big) if x >= 0.0 else (big, small)
 
 
-@kernel
-def p_of_s(p0, s, X, U, V, r):
-    """``p(s)`` in the stable U/V form (SPEC §B.3); zero-coefficient terms are skipped.  Dyads
-    with the rate of the previous one (a scoring-filter-tree match: both competitors' dyads)
-    reuse its exponentials."""
-    value = p0 - s * X
+@kernel(inline="always")
+def _dyad_sums(s, U, V, r, derivative):
+    """``¼ Σ (U expm1(-2rs) − V expm1(2rs))``, the dyads' part of ``p(s)``, or with
+    ``derivative`` ``½ Σ r (U e^{-2rs} + V e^{2rs})``, their part of ``−p'(s)``.  Zero-coefficient dyads are skipped, and a dyad with the
+    rate of the previous one (a scoring-filter-tree match: both competitors' dyads) reuses its
+    exponentials."""
+    total = 0.0
     last = -1.0
     down = 0.0
     up = 0.0
@@ -78,27 +79,23 @@ def p_of_s(p0, s, X, U, V, r):
         if r[m] != last:
             down, up = _expm1_pair(2.0 * r[m] * s)
             last = r[m]
-        value += 0.25 * (U[m] * down - V[m] * up)
-    return value
+        if derivative:
+            total += 0.5 * r[m] * (U[m] * (1.0 + down) + V[m] * (1.0 + up))
+        else:
+            total += 0.25 * (U[m] * down - V[m] * up)
+    return total
+
+
+@kernel
+def p_of_s(p0, s, X, U, V, r):
+    """``p(s)`` in the stable U/V form (SPEC §B.3)."""
+    return p0 - s * X + _dyad_sums(s, U, V, r, False)
 
 
 @kernel
 def dp_ds(s, X, U, V, r):
     """``p'(s) = -X - ½ Σ r (U e^{-2rs} + V e^{2rs})`` (always < 0 when anything moves)."""
-    value = -X
-    last = -1.0
-    down = 0.0
-    up = 0.0
-    for m in range(U.shape[0]):
-        if U[m] == 0.0 and V[m] == 0.0:
-            continue
-        if r[m] != last:
-            x = 2.0 * r[m] * s
-            down = math.exp(min(-x, EXP_CAP))
-            up = 1.0 / down if abs(x) <= EXP_CAP else math.exp(min(x, EXP_CAP))
-            last = r[m]
-        value -= 0.5 * r[m] * (U[m] * down + V[m] * up)
-    return value
+    return -X - _dyad_sums(s, U, V, r, True)
 
 
 @kernel
