@@ -123,6 +123,23 @@ def test_convert_split_train_predict_evaluate(tmp_path, capsys):
     loss = float(out.split("0/1 loss = ")[1].split()[0])
     constant_loss = 1 - max(np.bincount([int(l.split()[0]) for l in test.read_text().splitlines()])) / n
     assert loss < constant_loss
+    # paired comparison against a constant "model" predicting the first class everywhere
+    constant = tmp_path / "constant.txt"
+    constant.write_text("1\n" * n)
+    code, out, err = cli(["evaluate", "-p", str(tmp_path / "p.txt"), "-d", str(test),
+                          "--versus", str(constant)], capsys)
+    assert code == 0, err
+    labels = [int(line.split()[0]) for line in test.read_text().splitlines()]
+    guesses = [int(line.split()[0]) for line in (tmp_path / "p.txt").read_text().splitlines()]
+    only_constant = sum(g != y == 1 for g, y in zip(guesses, labels))
+    only_model = sum(g == y != 1 for g, y in zip(guesses, labels))
+    assert f"only {constant} right = {only_constant}, only {tmp_path / 'p.txt'} right = " \
+           f"{only_model}" in out
+    difference = float(out.split("0/1 loss ")[-1].split()[0])
+    assert difference == pytest.approx((only_constant - only_model) / n, abs=1e-6)
+    code, _, err = cli(["evaluate", "--labels", str(constant), "--truth", str(test), "--versus",
+                        str(constant)], capsys)
+    assert code == 1 and "--versus compares two predictions files" in err
     code, _, err = cli(["convert", str(tmp_path / "p.txt"), "--back", "--map",
                         str(tmp_path / "cf.json"), "-o", str(tmp_path / "back.csv")], capsys)
     assert code == 0, err

@@ -237,11 +237,16 @@ def evaluate(
     data: str = typer.Option(None, "-d", "--data", help="the labelled examples they were made on"),
     labels: str = typer.Option(None, "--labels", help="crowd output (task,label[,...] CSV)"),
     truth: str = typer.Option(None, "--truth", help="truth file (task,label) for --labels"),
+    versus: str = typer.Option(None, "--versus", help="another model's predictions of the same "
+                                                      "examples: paired comparison (with -p -d)"),
 ) -> None:
-    """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix."""
-    from ..workflow.evaluate import evaluate_labels, evaluate_predictions
+    """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix; with
+    --versus, the paired difference from another model and its exact McNemar test."""
+    from ..workflow.evaluate import evaluate_labels, evaluate_predictions, paired_difference
 
     def action():
+        if versus and not (predictions and data):
+            raise ValueError("--versus compares two predictions files of the same -d DATA")
         if predictions and data:
             result = evaluate_predictions(predictions, data)
         elif labels and truth:
@@ -249,6 +254,9 @@ def evaluate(
         else:
             raise ValueError("give -p PREDICTIONS -d DATA, or --labels LABELS --truth TRUTH")
         typer.echo(result.text(), nl=False)
+        if versus:
+            other = evaluate_predictions(versus, data)
+            typer.echo(paired_difference(other.hits, result.hits).text(predictions, versus))
 
     _workflow_errors(action)
 

@@ -38,6 +38,12 @@ class PairedDifference:
     high: float
     p_value: float
 
+    def text(self, name_b: str, name_a: str) -> str:
+        return (f"{name_b} minus {name_a}: 0/1 loss {self.difference:+.6f} (95% paired interval "
+                f"{self.low:+.6f} .. {self.high:+.6f}) on {self.n} examples\n"
+                f"only {name_a} right = {self.worse}, only {name_b} right = {self.better}, "
+                f"exact McNemar p = {self.p_value:.4g}")
+
 
 def paired_difference(hits_a: np.ndarray, hits_b: np.ndarray,
                       z: float = Z_95) -> PairedDifference:
