@@ -26,7 +26,7 @@ SAMPLER_SEEN, SAMPLER_QUERIED, SAMPLER_ERRORS, SAMPLER_QUERIES, SAMPLER_LOW, SAM
 SAMPLER_SIZE = 6
 
 
-@kernel
+@kernel(inline="always")
 def dyad_terms(a, b, ca, cb):
     """``(U, V, r)`` of one dyad from its effective latent vectors ``ã``, ``b̃`` and the squared
     norms ``c_a``, ``c_b`` of its namespaces' feature values (SPEC §B.3).  ``U`` and ``V`` are
@@ -44,7 +44,7 @@ def dyad_terms(a, b, ca, cb):
     return r * U, r * V, r
 
 
-@kernel
+@kernel(inline="always")
 def _expm1_capped(z):
     return math.expm1(min(z, EXP_CAP))
 
@@ -86,13 +86,13 @@ def _dyad_sums(s, U, V, r, derivative):
     return total
 
 
-@kernel
+@kernel(inline="always")
 def p_of_s(p0, s, X, U, V, r):
     """``p(s)`` in the stable U/V form (SPEC §B.3)."""
     return p0 - s * X + _dyad_sums(s, U, V, r, False)
 
 
-@kernel
+@kernel(inline="always")
 def dp_ds(s, X, U, V, r):
     """``p'(s) = -X - ½ Σ r (U e^{-2rs} + V e^{2rs})`` (always < 0 when anything moves)."""
     return -X - _dyad_sums(s, U, V, r, True)
@@ -177,7 +177,7 @@ def hinge_step(p0, y, X, U, V, r, eta, h):
     return -y * min(eta * h, reach)
 
 
-@kernel
+@kernel(inline="always")
 def _slope(loss, p, y):
     if loss == SQUARED:
         return 2.0 * (p - y)
@@ -187,7 +187,7 @@ def _slope(loss, p, y):
     return -y if y * p < 1.0 else 0.0
 
 
-@kernel
+@kernel(inline="always")
 def _flow(loss, s, p0, y, X, U, V, r):
     return _slope(loss, p_of_s(p0, s, X, U, V, r), y)
 
@@ -261,7 +261,7 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
     return s, False
 
 
-@kernel
+@kernel(inline="always")
 def dyad_increments(a0, b0, ca, cb, s, out_a, out_b):
     """``ã(s) − ã0`` and ``b̃(s) − b̃0`` without cancellation (SPEC §B.2)."""
     r = math.sqrt(ca * cb)

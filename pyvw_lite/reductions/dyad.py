@@ -30,7 +30,7 @@ LATENT_STRIDE = 0x27D4EB2F  # P_L of SPEC §D.5
 DYAD_SEED = 0x5EED
 
 
-@kernel
+@kernel(inline="always")
 def _latent_slot(feature_hash, offset, q, mask):
     return (np.int64(feature_hash) + offset + (q + 1) * LATENT_STRIDE) & mask
 
@@ -44,7 +44,7 @@ def _noise(slot):
     return murmur3_32(data, 0, 4, DYAD_SEED) / 2147483648.0 - 1.0
 
 
-@kernel
+@kernel(inline="always")
 def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask, out):
     """``shift·1 + Σ x_f V_f`` (class ``offset``) into ``out``; returns ``Σ x_f²``."""
     norm = 0.0
@@ -58,7 +58,7 @@ def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask
     return norm
 
 
-@kernel
+@kernel(inline="always")
 def _move(weights, feat_hash, feat_value, first, last, offset, rank, mask, delta, scale):
     """``V_f += (x_f / c)·Δ`` for the features of one side (SPEC §B.2 write-back)."""
     for j in range(first, last):
@@ -67,7 +67,7 @@ def _move(weights, feat_hash, feat_value, first, last, offset, rank, mask, delta
             weights[_latent_slot(feat_hash[j], offset, q, mask), W] += x * delta[q]
 
 
-@kernel
+@kernel(inline="always")
 def namespace_ranges(ex_int, seg, row, pairs, ignore, ranges):
     """Feature ranges ``[L first, L last, R first, R last]`` of every pair in one example."""
     s0 = ex_int[row, SEG_START]
@@ -77,7 +77,7 @@ def namespace_ranges(ex_int, seg, row, pairs, ignore, ranges):
         ranges[m, 2], ranges[m, 3] = _namespace_range(seg, s0, s1, pairs[m, 1], ignore)
 
 
-@kernel
+@kernel(inline="always")
 def class_score(weights, slots, values, first, last, feat_hash, feat_value, ranges, offset,
                 rank, shift, mask, initial, a, b):
     """``f(x, c)``: linear part plus ``Σ_pairs (ã·b̃ − σk)`` for the class at ``offset``;
@@ -94,7 +94,7 @@ def class_score(weights, slots, values, first, last, feat_hash, feat_value, rang
     return score
 
 
-@kernel
+@kernel(inline="always")
 def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
                      n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb):
     """``(p, X)`` of a binary example ``f(x, c_0) [− f(x, c_1)]`` and its ``U``, ``V``, ``r``,
@@ -130,7 +130,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
     return p, X
 
 
-@kernel
+@kernel(inline="always")
 def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p, label,
                  importance, eta0, eta, rates, commit, state, norm_index):
     """Per-feature rates of the linear terms relative to the flow's ``eta``, the rates VW's
@@ -318,7 +318,7 @@ def _views(work, n_sides, n_pairs):
     return U[:used], V[:used], r[:used], ca, cb, rates[:n_sides], delta_a, delta_b
 
 
-@kernel
+@kernel(inline="always")
 def dyadic_class_scores(ex_int, seg, row, pairs, ignore, weights, slots, values, first, last,
                         feat_hash, feat_value, ranges, offsets, rank, shift, mask, initial, a, b,
                         scores):

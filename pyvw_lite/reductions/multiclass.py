@@ -30,7 +30,7 @@ def class_offsets(n_classes, mask, params):
     return offsets
 
 
-@kernel
+@kernel(inline="always")
 def predicted_class(scores, e, out_pred, out_scores, record_scores):
     """Argmax of the class scores (ties to the lowest class) into ``out_pred[e]``."""
     best = 0
@@ -43,7 +43,7 @@ def predicted_class(scores, e, out_pred, out_scores, record_scores):
     return best
 
 
-@kernel
+@kernel(inline="always")
 def starts_training(training, truth, held_out, importance, state):
     """Whether a multiclass example trains; if so it counts once in the schedule's time."""
     if not (training and truth >= 0 and held_out == 0 and importance > 0.0):

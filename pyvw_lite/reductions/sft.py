@@ -79,7 +79,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             child = n + n_classes
 
 
-@kernel
+@kernel(inline="always")
 def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, importances,
                        holdout, training, state):
     """Argmax prediction from the class scores; the true class when the example trains (and
@@ -97,7 +97,7 @@ def _truth_wins(scores, c1, c2, label):
     return (scores[c1] - scores[c2] >= 0.0) == (label > 0.0)
 
 
-@kernel
+@kernel(inline="always")
 def _match_above(scores, truth, child, n_classes, left, right, parent, lo, hi):
     """The match at ``child``'s parent on the current scores: ``(n, c1, c2)`` with ``n`` the
     binary problem, ``c1``/``c2`` the winners of its left/right subtrees; ``n = -1`` above the
