@@ -56,13 +56,10 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
         importance = importances[e]
         child = truth
         while True:
-            n, c1, c2 = _match_above(scores, truth, child, n_classes, left, right, parent, lo,
-                                     hi)
+            n, c1, c2, label = _next_match(scores, truth, child, n_classes, left, right, parent,
+                                           lo, hi, state, fixed_range)
             if n < 0:
                 break
-            label = 1.0 if c1 == truth else -1.0
-            if not fixed_range:
-                widen_range(state, label)
             # as every VW learner, a match sees its prediction clipped to the labels seen (±1):
             # a won match with margin beyond 1 has no squared loss to pull it back
             p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
@@ -95,6 +92,18 @@ def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, 
 def _truth_wins(scores, c1, c2, label):
     """Whether the true class (``c1`` when ``label > 0``) wins the match on ``scores``."""
     return (scores[c1] - scores[c2] >= 0.0) == (label > 0.0)
+
+
+@kernel(inline="always")
+def _next_match(scores, truth, child, n_classes, left, right, parent, lo, hi, state,
+                fixed_range):
+    """:func:`_match_above` and the match's label (+1 when the true class is the left
+    competitor); a match that is played widens the binary label range to its label."""
+    n, c1, c2 = _match_above(scores, truth, child, n_classes, left, right, parent, lo, hi)
+    label = 1.0 if c1 == truth else -1.0
+    if n >= 0 and not fixed_range:
+        widen_range(state, label)
+    return n, c1, c2, label
 
 
 @kernel(inline="always")
@@ -140,15 +149,12 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
         child = truth
         while True:
-            n, c1, c2 = _match_above(scores, truth, child, n_classes, left, right, parent, lo,
-                                     hi)
+            n, c1, c2, label = _next_match(scores, truth, child, n_classes, left, right, parent,
+                                           lo, hi, state, fixed_range)
             if n < 0:
                 break
             pair_offsets[0] = offsets[c1]
             pair_offsets[1] = offsets[c2]
-            label = 1.0 if c1 == truth else -1.0
-            if not fixed_range:
-                widen_range(state, label)
             s, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
                                     mask, loss, label, 0.0, eta, importance, rtol, atol, a, b,
