@@ -26,6 +26,7 @@ from .io.vw_text import (INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END,
                          WEIGHT, ParsedBatch, describe_error, parse_buffer, split_lines)
 from .jit import announce_compile
 from .learners import gd
+from .learners.dyadic import RK4, TAYLOR
 from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
 from .options import OptionError, Options, options_from, parse_argv
 from .reductions import interactions as interactions_mod
@@ -216,6 +217,7 @@ class Workspace:
         self.params[gd.P_CONSTANT] = not o.noconstant
         self.params[gd.P_FIXED_RANGE] = fixed
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
+        self.params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
             self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)

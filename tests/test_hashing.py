@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from pyvw_lite.io.hashing import hash_bytes, murmur_bytes
+from pyvw_lite.io.hashing import hash_bytes, murmur3_u32, murmur_bytes
 from pyvw_lite.workspace import Workspace
 
 # SPEC §P.2 [H1]
@@ -17,6 +17,13 @@ MURMUR_VECTORS = [
 @pytest.mark.parametrize("text,seed,expected", MURMUR_VECTORS)
 def test_murmur3_reference_vectors(text, seed, expected):
     assert murmur_bytes(text, seed) == expected
+
+
+def test_murmur3_of_an_integer_is_that_of_its_four_little_endian_bytes():
+    rng = random.Random(5)
+    for _ in range(200):
+        value, seed = rng.getrandbits(32), rng.getrandbits(32)
+        assert murmur3_u32(value, seed) == murmur_bytes(value.to_bytes(4, "little"), seed)
 
 
 def test_murmur3_agrees_with_mmh3_on_random_inputs():

@@ -21,24 +21,41 @@ FNV_PRIME = 16777619  # interaction mixing multiplier
 MASK32 = 0xFFFFFFFF
 
 
+@kernel(inline="always")
+def _scramble(k):
+    k = (k * 0xCC9E2D51) & 0xFFFFFFFF
+    k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
+    return (k * 0x1B873593) & 0xFFFFFFFF
+
+
+@kernel(inline="always")
+def _mix(h, k):
+    """One 4-byte block ``k`` into the running hash ``h``."""
+    h ^= _scramble(k)
+    h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
+    return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+
+@kernel(inline="always")
+def _finalize(h, length):
+    h ^= np.int64(length)
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
 @kernel
 def murmur3_32(buf, start, end, seed):
     """MurmurHash3 x86_32 of ``buf[start:end]`` (uint8 array); int64 arithmetic kept to 32 bits."""
-    c1 = 0xCC9E2D51
-    c2 = 0x1B873593
     h = np.int64(seed) & 0xFFFFFFFF
     length = end - start
     nblocks = length // 4
     for block in range(nblocks):
         i = start + 4 * block
-        k = (np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16)
-             | (np.int64(buf[i + 3]) << 24))
-        k = (k * c1) & 0xFFFFFFFF
-        k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
-        k = (k * c2) & 0xFFFFFFFF
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
-        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+        h = _mix(h, np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8)
+                 | (np.int64(buf[i + 2]) << 16) | (np.int64(buf[i + 3]) << 24))
     tail = start + 4 * nblocks
     rest = length & 3
     k = np.int64(0)
@@ -48,17 +65,14 @@ def murmur3_32(buf, start, end, seed):
         k ^= np.int64(buf[tail + 1]) << 8
     if rest >= 1:
         k ^= np.int64(buf[tail])
-        k = (k * c1) & 0xFFFFFFFF
-        k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
-        k = (k * c2) & 0xFFFFFFFF
-        h ^= k
-    h ^= np.int64(length)
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
+        h ^= _scramble(k)
+    return _finalize(h, length)
+
+
+@kernel(inline="always")
+def murmur3_u32(value, seed):
+    """:func:`murmur3_32` of the 4 little-endian bytes of ``value`` (no buffer needed)."""
+    return _finalize(_mix(np.int64(seed) & 0xFFFFFFFF, np.int64(value) & 0xFFFFFFFF), 4)
 
 
 @kernel

@@ -27,18 +27,19 @@ SAMPLER_SIZE = 6
 
 
 @kernel(inline="always")
-def dyad_terms(a, b, ca, cb):
-    """``(U, V, r)`` of one dyad from its effective latent vectors ``ã``, ``b̃`` and the squared
-    norms ``c_a``, ``c_b`` of its namespaces' feature values (SPEC §B.3).  ``U`` and ``V`` are
-    summed from the vectors themselves, never from ``|a|² + |b|² ± 2a·b`` (which cancels)."""
+def dyad_terms(a, b, row, ca, cb):
+    """``(U, V, r)`` of one dyad from its effective latent vectors ``ã = a[row]``, ``b̃ = b[row]``
+    and the squared norms ``c_a``, ``c_b`` of its namespaces' feature values (SPEC §B.3).  ``U``
+    and ``V`` are summed from the vectors themselves, never from ``|a|² + |b|² ± 2a·b`` (which
+    cancels).  (Rows of 2-D buffers, not 1-D views: a view costs an atomic reference count.)"""
     r = math.sqrt(ca * cb)
     sa = 1.0 / math.sqrt(ca)
     sb = 1.0 / math.sqrt(cb)
     U = 0.0
     V = 0.0
-    for i in range(a.shape[0]):
-        plus = a[i] * sa + b[i] * sb
-        minus = a[i] * sa - b[i] * sb
+    for i in range(a.shape[1]):
+        plus = a[row, i] * sa + b[row, i] * sb
+        minus = a[row, i] * sa - b[row, i] * sb
         U += plus * plus
         V += minus * minus
     return r * U, r * V, r
@@ -98,7 +99,7 @@ def dp_ds(s, X, U, V, r):
     return -X - _dyad_sums(s, U, V, r, True)
 
 
-@kernel
+@kernel(_nrt=False)
 def p_inverse(p0, y, X, U, V, r):
     """``s`` with ``p(s) = y`` (SPEC §B.4): ``(s, status)``, status 1 = unreachable (s = ±inf).
 
@@ -167,7 +168,7 @@ def p_inverse(p0, y, X, U, V, r):
     return s, 0
 
 
-@kernel
+@kernel(_nrt=False)
 def hinge_step(p0, y, X, U, V, r, eta, h):
     """Exact hinge update (SPEC §B.5): move at speed ``η`` until ``y·p = 1`` or ``ηh`` runs out."""
     if y * p0 >= 1.0 or eta * h <= 0.0:
@@ -240,10 +241,137 @@ def _doubling(loss, s, k1, step, p0, y, X, U, V, r):
     return full, half
 
 
+@kernel(inline="always")
+def _rk4_attempt(loss, s, step, p0, y, X, U, V, r, rtol, atol, total):
+    """One step-doubling attempt of SPEC §B.6's RK4 from ``s``: ``(s_new, accepted, next
+    step)``; an accepted step is locally extrapolated."""
+    full, half = _doubling(loss, s, _flow(loss, s, p0, y, X, U, V, r), step, p0, y, X, U, V, r)
+    error = abs(half - full) / 15.0
+    scale = atol + rtol * max(abs(s), abs(half))
+    if error <= scale or step <= 1e-14 * max(1.0, total):
+        grow = 5.0 if error == 0.0 else min(5.0, max(0.2, 0.9 * (scale / error) ** 0.2))
+        return half + (half - full) / 15.0, True, step * grow
+    return s, False, step * max(0.2, 0.9 * (scale / error) ** 0.25)
+
+
+RK4, TAYLOR = 0, 1  # the flow's solvers (--ode_solver)
+SERIES_ORDER = 16  # degree of the Taylor polynomial of s(τ) taken per step
+# rows of the Taylor solver's scratch: the distinct rates and their ¼ΣU, ¼ΣV; the series of s,
+# of k·s_k, of p and (logistic) of z = e^{±yp}, w = 1/(1 + z); then per rate the series of
+# ¼ΣU e^{-2rs} and ¼ΣV e^{2rs}
+_RATE, _DOWN, _UP, _S, _KS, _P, _Z, _W, _EXPS = range(9)
+
+
 @kernel
-def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
-    """Logistic or squared update: ``ds/dτ = l'(p(s), y)`` on ``τ ∈ [0, ηh]`` by classical RK4
-    with step doubling and local extrapolation (SPEC §B.6).  Returns ``(s, capped)``.
+def series_scratch(n_dyads):
+    """Scratch for :func:`solve_flow`'s Taylor solver with up to ``n_dyads`` dyads."""
+    return np.zeros((_EXPS + 2 * n_dyads, max(SERIES_ORDER + 1, n_dyads)))
+
+
+@kernel(inline="always")
+def _distinct_rates(U, V, r, series):
+    """Gathers the dyads by rate (a scoring-filter-tree match has both competitors' dyads at one
+    rate): rate, ¼ΣU and ¼ΣV per distinct rate into ``series``; returns their number."""
+    count = 0
+    for m in range(U.shape[0]):
+        if U[m] == 0.0 and V[m] == 0.0:
+            continue
+        if count == 0 or r[m] != series[_RATE, count - 1]:
+            series[_RATE, count] = r[m]
+            series[_DOWN, count] = 0.0
+            series[_UP, count] = 0.0
+            count += 1
+        series[_DOWN, count - 1] += 0.25 * U[m]
+        series[_UP, count - 1] += 0.25 * V[m]
+    return count
+
+
+@kernel(inline="always")
+def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
+    """One Taylor step of the flow from ``s`` (where the prediction is ``p``): ``(s_new,
+    width)``, ``width ≤ room``.
+
+    The coefficients of ``s(τ) = Σ s_k τ^k`` come from ``s_{k+1} = F_k/(k+1)``, where ``F_k``, the
+    coefficients of ``l'(p(s(τ)), y)``, follow from those of ``p``: each exponential
+    ``E = c·e^{βs}`` obeys ``k E_k = β Σ_j j s_j E_{k−j}``, and (logistic) ``w = 1/(1 + z)`` obeys
+    ``w_k = −w_0 Σ_{j≥1} z_j w_{k−j}``.  The step keeps the last two terms under
+    ``max(atol, rtol·|s_1|·width)``: within the tolerance relative to the step's own move
+    (the whole ``room`` when it passes, as it mostly does; else the largest width that does).
+    """
+    n = SERIES_ORDER
+    squared = loss == SQUARED
+    series[_S, 0] = s
+    series[_P, 0] = p
+    for q in range(rates):
+        down, up = (0.0, 0.0) if s == 0.0 else _expm1_pair(2.0 * series[_RATE, q] * s)
+        series[_EXPS + 2 * q, 0] = series[_DOWN, q] * (1.0 + down)
+        series[_EXPS + 2 * q + 1, 0] = series[_UP, q] * (1.0 + up)
+    # logistic: l' = −y/(1 + e^{yp}); expanded through e^{−yp} instead when yp > 0 (no overflow)
+    flip = -1.0 if y * series[_P, 0] > 0.0 else 1.0
+    if not squared:
+        series[_Z, 0] = math.exp(flip * y * series[_P, 0])
+        series[_W, 0] = 1.0 / (1.0 + series[_Z, 0])
+    for k in range(n):
+        if squared:
+            slope = 2.0 * (series[_P, 0] - y) if k == 0 else 2.0 * series[_P, k]
+        else:
+            if k > 0:
+                total = 0.0
+                for j in range(1, k + 1):
+                    total += j * series[_P, j] * series[_Z, k - j]
+                series[_Z, k] = flip * y * total / k
+                total = 0.0
+                for j in range(1, k + 1):
+                    total += series[_Z, j] * series[_W, k - j]
+                series[_W, k] = -total * series[_W, 0]
+            if flip > 0.0:
+                slope = -y * series[_W, k]
+            else:  # −y·z/(1 + z) = −y·(1 − w)
+                slope = -y * (series[_Z, 0] * series[_W, 0] if k == 0 else -series[_W, k])
+        kk = k + 1
+        series[_S, kk] = slope / kk
+        series[_KS, kk] = slope
+        dp = -X * series[_S, kk]
+        for q in range(rates):
+            beta = 2.0 * series[_RATE, q] / kk
+            row = _EXPS + 2 * q  # ¼ΣU e^{-2rs}, then ¼ΣV e^{2rs}
+            total_down = 0.0
+            total_up = 0.0
+            for j in range(1, kk + 1):
+                total_down += series[_KS, j] * series[row, kk - j]
+                total_up += series[_KS, j] * series[row + 1, kk - j]
+            series[row, kk] = -beta * total_down
+            series[row + 1, kk] = beta * total_up
+            dp += series[row, kk] - series[row + 1, kk]
+        series[_P, kk] = dp
+    width = room
+    relative = rtol * abs(series[_S, 1])
+    power = room ** (n - 1)
+    if max(abs(series[_S, n - 1]), abs(series[_S, n]) * room) * power > \
+            max(atol / room, relative) * room:
+        for k in range(n - 1, n + 1):
+            size = abs(series[_S, k])
+            if size > 0.0:
+                allowed = (atol / size) ** (1.0 / k)
+                if relative > 0.0:
+                    allowed = max(allowed, (relative / size) ** (1.0 / (k - 1)))
+                width = min(width, allowed)
+    move = 0.0
+    for k in range(n, 0, -1):
+        move = (move + series[_S, k]) * width
+    return s + move, width
+
+
+@kernel(_nrt=False)
+def solve_flow(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps, solver, series):
+    """Logistic or squared update: ``ds/dτ = l'(p(s), y)`` on ``τ ∈ [0, ηh]`` (SPEC §B.6).
+    Returns ``(s, capped)``.
+
+    ``solver``: ``TAYLOR`` (default) takes Taylor polynomials of degree 16 of ``s(τ)`` whose
+    coefficients follow from the sums of exponentials in ``p`` by recurrences; the flow of a
+    typical update is one or two steps.  ``RK4`` is SPEC §B.6's classical RK4 with step
+    doubling and local extrapolation (about 11 evaluations of ``p`` per step).  SPEC §B.6
+    admits any solver that passes its checks; both do, and agree (tests).
 
     Squared loss never passes its equilibrium ``p⁻¹(y)`` (clamp) and jumps onto it once the
     remaining decay is below e^-40 (stiff shortcut), so ``ηh = 5000`` lands on the label.
@@ -255,11 +383,15 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
     target = 0.0
     known = False  # p⁻¹(y) is only solved for when the flow gets stiff or crosses the label
     reachable = False
-    curvature = 2.0 if squared else 0.25
-    step = min(total, 0.5 / (curvature * abs(dp_ds(0.0, X, U, V, r)) + 1e-300))
-    step = max(step, total * 1e-12)
+    rates = _distinct_rates(U, V, r, series) if solver == TAYLOR else 0
+    step = 0.0
+    if solver == RK4:
+        curvature = 2.0 if squared else 0.25
+        step = min(total, 0.5 / (curvature * abs(dp_ds(0.0, X, U, V, r)) + 1e-300))
+        step = max(step, total * 1e-12)
     tau = 0.0
     s = 0.0
+    p = p0  # the prediction at s
     accepted = 0
     while tau < total:
         if accepted >= max_steps:
@@ -271,39 +403,51 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
                 reachable = status == 0
             if reachable and abs(s - target) <= 1e-2 * max(1.0, abs(target)):
                 return target, False  # the remaining decay is below e^-40
-        step = min(step, total - tau)
-        full, half = _doubling(loss, s, _flow(loss, s, p0, y, X, U, V, r), step, p0, y, X, U,
-                               V, r)
-        error = abs(half - full) / 15.0
-        scale = atol + rtol * max(abs(s), abs(half))
-        if error <= scale or step <= 1e-14 * max(1.0, total):
-            tau += step
-            s = half + (half - full) / 15.0
-            accepted += 1
-            if squared and (p_of_s(p0, s, X, U, V, r) - y) * (p0 - y) < 0.0:
-                if not known:  # never cross the label: clamp onto it
-                    target, status = p_inverse(p0, y, X, U, V, r)
-                    known = True
-                    reachable = status == 0
-                if reachable:
-                    s = target
-            step *= 5.0 if error == 0.0 else min(5.0, max(0.2, 0.9 * (scale / error) ** 0.2))
+        if solver == TAYLOR:
+            s_new, width = _taylor_advance(loss, s, p, total - tau, y, X, rtol, atol, series,
+                                           rates)
         else:
-            step *= max(0.2, 0.9 * (scale / error) ** 0.25)
+            width = min(step, total - tau)
+            s_new, done, step = _rk4_attempt(loss, s, width, p0, y, X, U, V, r, rtol, atol,
+                                             total)
+            if not done:
+                continue
+        tau += width
+        s = s_new
+        accepted += 1
+        if tau >= total and not squared:
+            break
+        p = p_of_s(p0, s, X, U, V, r)
+        if squared and (p - y) * (p0 - y) < 0.0:
+            if not known:  # never cross the label: clamp onto it
+                target, status = p_inverse(p0, y, X, U, V, r)
+                known = True
+                reachable = status == 0
+            if reachable:
+                s = target
+                p = p_of_s(p0, s, X, U, V, r)
     return s, False
 
 
+@kernel
+def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
+    """:func:`solve_flow` with the default (Taylor) solver and its own scratch."""
+    return solve_flow(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps, TAYLOR,
+                      series_scratch(U.shape[0]))
+
+
 @kernel(inline="always")
-def dyad_increments(a0, b0, ca, cb, s, out_a, out_b):
-    """``ã(s) − ã0`` and ``b̃(s) − b̃0`` without cancellation (SPEC §B.2)."""
+def dyad_increments(a0, b0, row, ca, cb, s, out_a, out_b):
+    """``ã(s) − ã0`` and ``b̃(s) − b̃0`` of the dyad in row ``row`` of ``a0``, ``b0``, without
+    cancellation (SPEC §B.2)."""
     r = math.sqrt(ca * cb)
     root_a = math.sqrt(ca)
     root_b = math.sqrt(cb)
     down = math.expm1(min(-r * s, EXP_CAP))
     up = math.expm1(min(r * s, EXP_CAP))
-    for i in range(a0.shape[0]):
-        u = a0[i] / root_a + b0[i] / root_b
-        v = a0[i] / root_a - b0[i] / root_b
+    for i in range(a0.shape[1]):
+        u = a0[row, i] / root_a + b0[row, i] / root_b
+        v = a0[row, i] / root_a - b0[row, i] / root_b
         du = u * down if u != 0.0 else 0.0
         dv = v * up if v != 0.0 else 0.0
         out_a[i] = 0.5 * root_a * (du + dv)

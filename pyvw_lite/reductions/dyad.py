@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io.hashing import murmur3_32, murmur_ranges
+from ..io.hashing import murmur3_u32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
-                               hmin_dyadic, ode_step, query, request, returned_label)
+                               hmin_dyadic, query, request, returned_label, series_scratch,
+                               solve_flow)
 from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LOSS, P_NORMALIZED,
-                           P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay, _namespace_range,
-                           predict_flat)
+                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay,
+                           _namespace_range, predict_flat)
 from ..learners.losses import HINGE, loss_terms
 from ..options import OptionError, Options
 
@@ -35,26 +36,23 @@ def _latent_slot(feature_hash, offset, q, mask):
     return (np.int64(feature_hash) + offset + (q + 1) * LATENT_STRIDE) & mask
 
 
-@kernel
+@kernel(inline="always")
 def _noise(slot):
     """``u(q) = murmur3(q as 4 little-endian bytes, 0x5EED)/2^31 − 1`` in [-1, 1)."""
-    data = np.empty(4, dtype=np.uint8)
-    for i in range(4):
-        data[i] = (slot >> (8 * i)) & 0xFF
-    return murmur3_32(data, 0, 4, DYAD_SEED) / 2147483648.0 - 1.0
+    return murmur3_u32(slot, DYAD_SEED) / 2147483648.0 - 1.0
 
 
 @kernel(inline="always")
-def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask, out):
-    """``shift·1 + Σ x_f V_f`` (class ``offset``) into ``out``; returns ``Σ x_f²``."""
+def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask, out, row):
+    """``shift·1 + Σ x_f V_f`` (class ``offset``) into ``out[row]``; returns ``Σ x_f²``."""
     norm = 0.0
     for q in range(rank):
-        out[q] = shift
+        out[row, q] = shift
     for j in range(first, last):
         x = np.float64(feat_value[j])
         norm += x * x
         for q in range(rank):
-            out[q] += x * weights[_latent_slot(feat_hash[j], offset, q, mask), W]
+            out[row, q] += x * weights[_latent_slot(feat_hash[j], offset, q, mask), W]
     return norm
 
 
@@ -79,17 +77,19 @@ def namespace_ranges(ex_int, seg, row, pairs, ignore, ranges):
 
 @kernel(inline="always")
 def class_score(weights, slots, values, first, last, feat_hash, feat_value, ranges, offset,
-                rank, shift, mask, initial, a, b):
+                rank, shift, mask, initial, a, b, side):
     """``f(x, c)``: linear part plus ``Σ_pairs (ã·b̃ − σk)`` for the class at ``offset``;
-    leaves the pairs' ``ã``, ``b̃`` in ``a``, ``b``."""
+    leaves the pairs' ``ã``, ``b̃`` in rows ``side·pairs + m`` of ``a``, ``b`` (whole buffers
+    indexed by row: a view per call would cost an atomic reference count)."""
     score = predict_flat(weights, slots, values, first, last, offset, mask, initial)
     for m in range(ranges.shape[0]):
+        row = side * ranges.shape[0] + m
         _side(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank, shift,
-              mask, a[m])
+              mask, a, row)
         _side(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank, shift,
-              mask, b[m])
+              mask, b, row)
         for q in range(rank):
-            score += a[m, q] * b[m, q]
+            score += a[row, q] * b[row, q]
         score -= shift * rank
     return score
 
@@ -106,14 +106,15 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
     for k in range(first, last):
         X += values[k] * values[k]
     X *= n_sides
-    U[:] = 0.0
-    V[:] = 0.0
-    r[:] = 0.0
+    for d in range(U.shape[0]):  # unused entries (one competitor) stay zero: skipped dyads
+        U[d] = 0.0
+        V[d] = 0.0
+        r[d] = 0.0
     p = initial
     for side in range(n_sides):
         sign = 1.0 if side == 0 else -1.0
         p += sign * class_score(weights, slots, values, first, last, feat_hash, feat_value,
-                                ranges, offsets[side], rank, shift, mask, 0.0, a[side], b[side])
+                                ranges, offsets[side], rank, shift, mask, 0.0, a, b, side)
         for m in range(n_pairs):
             ca[m] = 0.0
             cb[m] = 0.0
@@ -123,7 +124,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
                 cb[m] += np.float64(feat_value[j]) ** 2
             d = side * n_pairs + m
             if ca[m] > 0.0 and cb[m] > 0.0:
-                u, v, rate = dyad_terms(a[side, m], b[side, m], ca[m], cb[m])
+                u, v, rate = dyad_terms(a, b, d, ca[m], cb[m])
                 U[d], V[d], r[d] = (u, v, rate) if side == 0 else (v, u, rate)
             elif ca[m] > 0.0 or cb[m] > 0.0:  # an absent side: linear in s (SPEC §B.2)
                 X += (ca[m] + cb[m]) * shift * shift * rank
@@ -195,10 +196,11 @@ def symmetry_noise(slots: np.ndarray, noise: float) -> np.ndarray:
     return noise * (murmur_ranges(buf, starts, starts + 4, DYAD_SEED) / 2147483648.0 - 1.0)
 
 
-@kernel
+@kernel(_nrt=False)
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, a, b, work, adaptive_eta0, low, high, state, norm_index):
+                importance, rtol, atol, solver, a, b, work, adaptive_eta0, low, high, state,
+                norm_index):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
@@ -219,7 +221,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     ``work``: the buffers of :func:`scratch`, reused from step to step.
     """
     n_pairs = ranges.shape[0]
-    U, V, r, ca, cb, rates, delta_a, delta_b = _views(work, n_sides, n_pairs)
+    U, V, r, ca, cb, rates, delta_a, delta_b, series = work
     for side in range(n_sides):
         for m in range(n_pairs):
             for half in range(2):
@@ -231,7 +233,9 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                             touched[slot] = 1
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
                             offsets, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
-    rates[:, :last - first] = 1.0
+    for side in range(n_sides):
+        for k in range(last - first):
+            rates[side, k] = 1.0
     p = min(max(p, low), high)
     if adaptive_eta0 > 0.0:
         X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
@@ -240,7 +244,8 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
         s = hinge_step(p, label, X, U, V, r, eta, importance)
         capped = False
     else:
-        s, capped = ode_step(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000)
+        s, capped = solve_flow(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000,
+                               solver, series)
     if s == 0.0:
         return s, capped
     for side in range(n_sides):
@@ -250,7 +255,8 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
             weights[(slots[k] + offset) & mask, W] -= move * values[k] * rates[side, k - first]
         for m in range(n_pairs):
             if ca[m] > 0.0 and cb[m] > 0.0:
-                dyad_increments(a[side, m], b[side, m], ca[m], cb[m], move, delta_a, delta_b)
+                dyad_increments(a, b, side * n_pairs + m, ca[m], cb[m], move, delta_a,
+                                delta_b)
                 _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank,
                       mask, delta_a, 1.0 / ca[m])
                 _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank,
@@ -274,22 +280,22 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
     """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
     (SPEC §C.3-C.4)."""
     eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
-    U, V, r, ca, cb, _, _, _ = _views(work, 1, ranges.shape[0])
+    U, V, r, ca, cb, rates, _, _, _ = work
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
                             offsets, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
     label = -1.0 if p >= 0.0 else 1.0
     X += _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label,
-                        state, params, eta)
+                        state, params, eta, rates)
     return hmin_dyadic(loss, p, label, X, U, V, r, eta, 0.0)
 
 
 @kernel
 def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label, state,
-                   params, eta):
-    """What the linear rates (at importance 1, stateless) add to X; 0 at the plain rate."""
+                   params, eta, rates):
+    """What the linear rates (at importance 1, stateless) add to X; 0 at the plain rate.
+    ``rates``: a work buffer of :func:`scratch`."""
     if params[P_DYAD_ADAPTIVE] == 0.0:
         return 0.0
-    rates = np.empty((1, last - first))
     return linear_rates(weights, slots, values, first, last, offsets, 1, mask, loss, p, label,
                         1.0, params[P_ETA], eta, rates, False, state, normalizer(params, 0))
 
@@ -299,23 +305,15 @@ def scratch(n_pairs, rank, sides, starts):
     """Per-call scratch, reused example after example (no allocation per step): ``ã``, ``b̃``
     per side and pair, namespace ranges, side offsets, and the work buffers of
     :func:`flow_update` (``U``, ``V``, ``r`` for two sides, ``c_a``, ``c_b``, per-feature rates
-    as wide as the widest example in ``starts``, latent increments)."""
+    as wide as the widest example in ``starts``, latent increments, the Taylor solver's series)."""
     width = 1
     for e in range(starts.shape[0] - 1):
         width = max(width, starts[e + 1] - starts[e])
     work = (np.zeros(2 * n_pairs), np.zeros(2 * n_pairs), np.zeros(2 * n_pairs),
             np.zeros(n_pairs), np.zeros(n_pairs), np.ones((2, width)), np.zeros(rank),
-            np.zeros(rank))
-    return (np.empty((sides, n_pairs, rank)), np.empty((sides, n_pairs, rank)),
+            np.zeros(rank), series_scratch(2 * n_pairs))
+    return (np.empty((sides * n_pairs, rank)), np.empty((sides * n_pairs, rank)),
             np.empty((n_pairs, 4), dtype=np.int64), np.zeros(sides, dtype=np.int64), work)
-
-
-@kernel(inline="always")
-def _views(work, n_sides, n_pairs):
-    """The work buffers sized for ``n_sides`` competitors (views, no copies)."""
-    U, V, r, ca, cb, rates, delta_a, delta_b = work
-    used = n_sides * n_pairs
-    return U[:used], V[:used], r[:used], ca, cb, rates[:n_sides], delta_a, delta_b
 
 
 @kernel(inline="always")
@@ -327,26 +325,26 @@ def dyadic_class_scores(ex_int, seg, row, pairs, ignore, weights, slots, values,
     namespace_ranges(ex_int, seg, row, pairs, ignore, ranges)
     for c in range(offsets.shape[0]):
         scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
-                                ranges, offsets[c], rank, shift, mask, initial, a[0], b[0])
+                                ranges, offsets[c], rank, shift, mask, initial, a, b, 0)
 
 
-@kernel
+@kernel(_nrt=False)
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
-                    out_loss, active, sampler, uniforms, mellowness, requests):
+                    out_loss, active, sampler, uniforms, mellowness, requests, buffers):
     """Predict and learn each example with the binary dyadic model; returns ODE cap hits.
 
     With ``active`` an example is learned only if the sampler queries it (SPEC §C.4), then with
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
+    a, b, ranges, offsets, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
         p0 = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash, feat_value,
-                         ranges, 0, rank, shift, mask, initials[e], a[0], b[0])
+                         ranges, 0, rank, shift, mask, initials[e], a, b, 0)
         out_pred[e] = p0
         label = labels[e]
         importance = importances[e]
@@ -374,7 +372,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                np.int64(params[P_ODE_SOLVER]), a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                 -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
                                 state, normalizer(params, 0))
         caps += capped
@@ -412,7 +410,11 @@ class Dyadic:
                                labelled, holdout, self.pairs, self.rank, self.shift, self.noise,
                                ws.weights, ws.touched, ws.state, ws.params, ws.mask,
                                ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss,
-                               *ws.active_arguments(labels.size))
+                               *ws.active_arguments(labels.size), self.scratch(1, starts))
+
+    def scratch(self, sides: int, starts: np.ndarray):
+        """The example loops' buffers (:func:`scratch`) for ``sides`` competitors."""
+        return scratch(self.pairs.shape[0], self.rank, sides, starts)
 
 
 def setup(options: Options) -> Dyadic | None:
@@ -431,7 +433,7 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     for the reverting weight (the label opposite to the prediction)."""
     loss = np.int64(params[P_LOSS])
     a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
-    U, V, r, ca, cb, _, _, _ = _views(work, 1, pairs.shape[0])
+    U, V, r, ca, cb, rates, _, _, _ = work
     eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
@@ -440,5 +442,5 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
                                 a, b, U, V, r, ca, cb)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
         X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], offsets, mask, loss,
-                            p, label, state, params, eta)
+                            p, label, state, params, eta, rates)
         out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])

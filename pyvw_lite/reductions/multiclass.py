@@ -19,15 +19,14 @@ UNLABELLED = -1
 INVALID = -2
 
 
-@kernel(inline="always")
-def class_offsets(n_classes, mask, params):
-    """Slot offset of each class or node: ``(c · P_C) & mask`` (SPEC §D.5; P_C = 1 under
-    --vw_layout)."""
-    stride = np.int64(params[P_CLASS_STRIDE])
-    offsets = np.empty(n_classes, dtype=np.int64)
-    for c in range(n_classes):
-        offsets[c] = (c * stride) & mask
-    return offsets
+def class_buffers(n_classes: int, mask: int, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A score per class and the slot offset of each class or node, ``(c · P_C) & mask`` (SPEC
+    §D.5; P_C = 1 under --vw_layout).  Made here, not in the kernels: the example loops run
+    without numba's reference counting (``_nrt=False``), which costs an atomic operation per
+    array a call touches, so every buffer they use comes from the caller."""
+    stride = int(params[P_CLASS_STRIDE])
+    offsets = (np.arange(n_classes, dtype=np.int64) * stride) & mask
+    return np.empty(n_classes), offsets
 
 
 @kernel(inline="always")

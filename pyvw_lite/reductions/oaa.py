@@ -11,22 +11,22 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, class_scores)
+                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat,
+                           class_scores)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import dyadic_class_scores, flow_update, normalizer, scratch
-from .multiclass import (MulticlassReduction, class_offsets, predicted_class, starts_training,
+from .multiclass import (MulticlassReduction, class_buffers, predicted_class, starts_training,
                          widen_range)
 
 
-@kernel
+@kernel(_nrt=False)
 def oaa_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
-                 weights, state, params, mask, out_pred, out_scores, record_scores):
+                 weights, state, params, mask, out_pred, out_scores, record_scores, scores,
+                 offsets):
     training = params[P_TRAINING] != 0.0
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
-    scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask, params)
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
@@ -48,18 +48,17 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                                 c, state, params, scores[c], label, importance, gradient2, aux)
 
 
-@kernel
+@kernel(_nrt=False)
 def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                         classes, importances, initials, holdout, n_classes, pairs, rank, shift,
                         noise, weights, touched, state, params, mask, rtol, atol, out_pred,
-                        out_scores, record_scores):
+                        out_scores, record_scores, scores, offsets, buffers):
     """One-against-all over dyadic class scores: every class learns its ±1 example along its
     own exact flow (SPEC §B with §D.4)."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask, params)
-    a, b, ranges, one, work = scratch(pairs.shape[0], rank, 1, starts)
+    a, b, ranges, one, work = buffers
+    solver = np.int64(params[P_ODE_SOLVER])
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
@@ -79,10 +78,11 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
         for c in range(n_classes):
             one[0] = offsets[c]
+            label = 1.0 if c == truth else -1.0
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
-                                    1.0 if c == truth else -1.0, initials[e], eta, importance,
-                                    rtol, atol, a, b, work,
+                                    label, initials[e], eta, importance, rtol, atol, solver, a,
+                                    b, work,
                                     params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, c))
@@ -102,17 +102,19 @@ class OneAgainstAll(MulticlassReduction):
             out_scores, batch=None, rows=None):
         record = out_scores is not None
         scores = out_scores if record else np.empty((1, 1))
+        buffers = class_buffers(self.classes, ws.mask, ws.params)
         if ws.dyadic is not None:
             d = ws.dyadic
             ws.ode_step_caps += oaa_dyadic_examples(
                 rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 d.pairs, d.rank, d.shift, d.noise, ws.weights, ws.touched, ws.state, ws.params,
-                ws.mask, ws.options.ode_rtol, ws.options.ode_atol, out_pred, scores, record)
+                ws.mask, ws.options.ode_rtol, ws.options.ode_atol, out_pred, scores, record,
+                *buffers, d.scratch(1, starts))
             return
         oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, ws.weights, ws.state, ws.params, ws.mask, out_pred, scores,
-                     record)
+                     record, *buffers)
 
 
 def setup(options: Options) -> OneAgainstAll | None:

@@ -18,12 +18,12 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat, class_scores,
-                           predict_flat)
+                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat,
+                           class_scores, predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import class_score, dyadic_class_scores, flow_update, normalizer, scratch
-from .multiclass import (TreeReduction, class_offsets, predicted_class, starts_training,
+from .multiclass import (TreeReduction, class_buffers, predicted_class, starts_training,
                          widen_range)
 
 
@@ -36,15 +36,13 @@ def _winner(scores, lo, hi):
     return best
 
 
-@kernel
+@kernel(_nrt=False)
 def sft_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
                  left, right, parent, lo, hi, weights, state, params, mask, out_pred, out_scores,
-                 record_scores):
+                 record_scores, scores, offsets):
     training = params[P_TRAINING] != 0.0
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
-    scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask, params)
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
@@ -121,18 +119,17 @@ def _match_above(scores, truth, child, n_classes, left, right, parent, lo, hi):
     return n, c1, c2
 
 
-@kernel
+@kernel(_nrt=False)
 def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                         classes, importances, initials, holdout, n_classes, left, right, parent,
                         lo, hi, pairs, rank, shift, noise, weights, touched, state, params, mask,
-                        rtol, atol, out_pred, out_scores, record_scores):
+                        rtol, atol, out_pred, out_scores, record_scores, scores, offsets,
+                        buffers):
     """The scoring filter tree over dyadic class scores: every match moves both competitors'
     linear and latent parameters along the exact flow (SPEC §D.3 with §B)."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    scores = np.empty(n_classes)
-    offsets = class_offsets(n_classes, mask, params)
-    a, b, ranges, pair_offsets, work = scratch(pairs.shape[0], rank, 2, starts)
+    a, b, ranges, pair_offsets, work = buffers
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
@@ -157,8 +154,8 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             pair_offsets[1] = offsets[c2]
             s, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
-                                    mask, loss, label, 0.0, eta, importance, rtol, atol, a, b,
-                                    work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                    mask, loss, label, 0.0, eta, importance, rtol, atol,
+                                    np.int64(params[P_ODE_SOLVER]), a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
@@ -166,7 +163,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                 for c in (c1, c2):
                     scores[c] = class_score(weights, slots, values, first, last, feat_hash,
                                             feat_value, ranges, offsets[c], rank, shift, mask,
-                                            initials[e], a[0], b[0])
+                                            initials[e], a, b, 0)
             if not _truth_wins(scores, c1, c2, label):
                 break
             child = n + n_classes
@@ -182,6 +179,7 @@ class ScoringFilterTree(TreeReduction):
         record = out_scores is not None
         scores = out_scores if record else np.empty((1, 1))
         t = self.tree
+        buffers = class_buffers(self.classes, ws.mask, ws.params)
         if ws.dyadic is not None:
             d = ws.dyadic
             ws.ode_step_caps += sft_dyadic_examples(
@@ -189,11 +187,11 @@ class ScoringFilterTree(TreeReduction):
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 t.left, t.right, t.parent, t.lo, t.hi, d.pairs, d.rank, d.shift, d.noise,
                 ws.weights, ws.touched, ws.state, ws.params, ws.mask, ws.options.ode_rtol,
-                ws.options.ode_atol, out_pred, scores, record)
+                ws.options.ode_atol, out_pred, scores, record, *buffers, d.scratch(2, starts))
             return
         sft_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
-                     ws.params, ws.mask, out_pred, scores, record)
+                     ws.params, ws.mask, out_pred, scores, record, *buffers)
 
 
 def setup(options: Options) -> ScoringFilterTree | None:
