@@ -54,6 +54,43 @@ def kernel(function=None, **options):
     return decorate
 
 
+def _prefetch_intrinsic():
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch_row(typingctx, array, row):
+        """Ask the CPU to start loading row ``row`` of a 2-D array into its caches
+        (``llvm.prefetch``: a hint; it never faults and changes nothing)."""
+        if not (isinstance(array, types.Array) and array.ndim == 2
+                and isinstance(row, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            zero = context.get_constant(types.intp, 0)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], zero],
+                                           wraparound=False)
+            byte_ptr = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            hint = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+                "llvm.prefetch.p0")
+            # read, high temporal locality, data cache
+            builder.call(hint, [builder.bitcast(ptr, byte_ptr), ir.Constant(i32, 0),
+                                ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+
+        return types.none(array, row), codegen
+
+    return prefetch_row
+
+
+prefetch_row = _prefetch_intrinsic()
+
+
 class _NoScipyLinalg:
     """Import hook that hides scipy.linalg while numba probes it for BLAS.
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..io.hashing import CONSTANT_HASH, FNV_PRIME
 from ..io.vw_text import (FEAT_END, FEAT_START, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START)
-from ..jit import kernel
+from ..jit import kernel, prefetch_row
 from .dyadic import (REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear, query,
                      request, returned_label)
 from .losses import SQUARED, importance_aware_update, loss_is_positive, loss_terms, plain_update
@@ -297,6 +297,18 @@ def class_scores(weights, slots, values, first, last, offsets, mask, initial, sc
 
 
 @kernel(inline="always")
+def prefetch_example(weights, slots, first, last, low, high, mask):
+    """Start loading the weight rows of an example's features at sub-model offsets ``low`` and
+    ``high`` (a multiclass reduction's first and last class: in the contiguous layout the rows
+    of the classes between lie on the same cache lines) while the example before it learns;
+    the loads from a weight table larger than the L2 cache otherwise stall the scoring."""
+    for k in range(first, last):
+        prefetch_row(weights, (slots[k] + low) & mask)
+        if high != low:
+            prefetch_row(weights, (slots[k] + high) & mask)
+
+
+@kernel(inline="always")
 def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask, model,
                 state, params, pred, label, importance, gradient2, aux):
     """One importance-aware GD step (VW gd.cc ``update``) on a binary example.
@@ -463,6 +475,8 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
     for e in range(labels.shape[0]):
         first = starts[e]
         last = starts[e + 1]
+        if e + 1 < labels.shape[0]:
+            prefetch_example(weights, slots, last, starts[e + 2], 0, 0, mask)
         label = labels[e]
         importance = importances[e]
         if labelled[e] and not fixed_range:

@@ -23,7 +23,7 @@ from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms,
                                solve_flow)
 from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LOSS, P_NORMALIZED,
                            P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay,
-                           _namespace_range, predict_flat)
+                           _namespace_range, predict_flat, prefetch_example)
 from ..learners.losses import HINGE, loss_terms
 from ..options import OptionError, Options
 
@@ -54,6 +54,15 @@ def _side(weights, feat_hash, feat_value, first, last, offset, rank, shift, mask
         for q in range(rank):
             out[row, q] += x * weights[_latent_slot(feat_hash[j], offset, q, mask), W]
     return norm
+
+
+@kernel(inline="always")
+def prefetch_dyadic(weights, slots, first, last, low, high, rank, mask):
+    """:func:`prefetch_example` for the linear rows and the ``rank`` latent rows of classes
+    ``low``..``high``.  (Every feature's: those outside a dyad are a few wasted hints.)"""
+    for q in range(rank + 1):
+        step = q * LATENT_STRIDE
+        prefetch_example(weights, slots, first, last, low + step, high + step, mask)
 
 
 @kernel(inline="always")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
-                           P_TRAINING, _learn_flat, predict_flat)
+                           P_TRAINING, _learn_flat, predict_flat, prefetch_example)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
 from .multiclass import TreeReduction, starts_training, widen_range
@@ -29,6 +29,9 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
+        if e + 1 < classes.shape[0]:  # the node rows of the next example
+            prefetch_example(weights, slots, last, starts[e + 2], 0,
+                             (max(n_classes - 2, 0) * stride) & mask, mask)
         node = root
         while node >= n_classes:
             problem = node - n_classes

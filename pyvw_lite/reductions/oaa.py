@@ -12,10 +12,10 @@ import numpy as np
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
                            P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat,
-                           class_scores)
+                           class_scores, prefetch_example)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import dyadic_class_scores, flow_update, normalizer, scratch
+from .dyad import dyadic_class_scores, flow_update, normalizer, prefetch_dyadic
 from .multiclass import (MulticlassReduction, class_buffers, predicted_class, starts_training,
                          widen_range)
 
@@ -30,6 +30,8 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
     for e in range(classes.shape[0]):
         first = starts[e]
         last = starts[e + 1]
+        if e + 1 < classes.shape[0]:
+            prefetch_example(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], mask)
         class_scores(weights, slots, values, first, last, offsets, mask, initials[e], scores)
         for c in range(n_classes):
             scores[c] = min(max(scores[c], state[MIN_LABEL]), state[MAX_LABEL])
@@ -64,6 +66,9 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     for e in range(rows.shape[0]):
         first = starts[e]
         last = starts[e + 1]
+        if e + 1 < rows.shape[0]:
+            prefetch_dyadic(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], rank,
+                            mask)
         dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first,
                             last, feat_hash, feat_value, ranges, offsets, rank, shift, mask,
                             initials[e], a, b, scores)
