@@ -288,9 +288,9 @@ def test_both_exponentials_from_one_expm1_keep_full_accuracy():
     (deriving from ``expm1(-|x|)`` instead would divide by 0 for ``|x| > 37``)."""
     import numba
 
-    from pyvw_lite.learners.dyadic import EXP_CAP, _expm1_pair
+    from pyvw_lite.learners.dyadic import EXP_CAP, expm1_pair
     mpmath = pytest.importorskip("mpmath")
-    pair = numba.njit(lambda x: _expm1_pair(x))
+    pair = numba.njit(lambda x: expm1_pair(x))
     mpmath.mp.dps = 40
     points = np.concatenate([np.linspace(-60, 60, 2001), np.geomspace(1e-300, 1e-3, 200),
                              -np.geomspace(1e-300, 1e-3, 200), [0.0, 699.9, -699.9, 701, -701]])

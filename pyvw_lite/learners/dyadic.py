@@ -51,7 +51,7 @@ def _expm1_capped(z):
 
 
 @kernel(inline="always")
-def _expm1_pair(x):
+def expm1_pair(x):
     """``(expm1(-x), expm1(x))``, each argument clamped at EXP_CAP, from one ``expm1``.  With
     ``E = expm1(|x|)``, ``expm1(-|x|) = −E/(1 + E)``: a quotient of accurately computed numbers
     with ``1 + E = e^|x| ≥ 1`` (no cancellation), so it keeps ``E``'s relative accuracy (a few
@@ -78,7 +78,7 @@ def _dyad_sums(s, U, V, r, derivative):
         if U[m] == 0.0 and V[m] == 0.0:
             continue
         if r[m] != last:
-            down, up = _expm1_pair(2.0 * r[m] * s)
+            down, up = expm1_pair(2.0 * r[m] * s)
             last = r[m]
         if derivative:
             total += 0.5 * r[m] * (U[m] * (1.0 + down) + V[m] * (1.0 + up))
@@ -303,7 +303,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
     series[_S, 0] = s
     series[_P, 0] = p
     for q in range(rates):
-        down, up = (0.0, 0.0) if s == 0.0 else _expm1_pair(2.0 * series[_RATE, q] * s)
+        down, up = (0.0, 0.0) if s == 0.0 else expm1_pair(2.0 * series[_RATE, q] * s)
         series[_EXPS + 2 * q, 0] = series[_DOWN, q] * (1.0 + down)
         series[_EXPS + 2 * q + 1, 0] = series[_UP, q] * (1.0 + up)
     # logistic: l' = −y/(1 + e^{yp}); expanded through e^{−yp} instead when yp > 0 (no overflow)
@@ -440,11 +440,16 @@ def ode_step(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps):
 def dyad_increments(a0, b0, row, ca, cb, s, out_a, out_b):
     """``ã(s) − ã0`` and ``b̃(s) − b̃0`` of the dyad in row ``row`` of ``a0``, ``b0``, without
     cancellation (SPEC §B.2)."""
-    r = math.sqrt(ca * cb)
+    down, up = expm1_pair(math.sqrt(ca * cb) * s)
+    increments(a0, b0, row, ca, cb, down, up, out_a, out_b)
+
+
+@kernel(inline="always")
+def increments(a0, b0, row, ca, cb, down, up, out_a, out_b):
+    """:func:`dyad_increments` given ``expm1(∓r s)`` (a scoring-filter-tree match moves its two
+    competitors at ``±s``: one pair of exponentials serves both)."""
     root_a = math.sqrt(ca)
     root_b = math.sqrt(cb)
-    down = math.expm1(min(-r * s, EXP_CAP))
-    up = math.expm1(min(r * s, EXP_CAP))
     for i in range(a0.shape[1]):
         u = a0[row, i] / root_a + b0[row, i] / root_b
         v = a0[row, i] / root_a - b0[row, i] / root_b

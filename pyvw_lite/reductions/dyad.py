@@ -18,9 +18,9 @@ import numpy as np
 from ..io.hashing import murmur3_u32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel
-from ..learners.dyadic import (REQUEST, SIMULATION, dyad_increments, dyad_terms, hinge_step,
-                               hmin_dyadic, query, request, returned_label, series_scratch,
-                               solve_flow)
+from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
+                               hmin_dyadic, increments, query, request, returned_label,
+                               series_scratch, solve_flow)
 from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LOSS, P_NORMALIZED,
                            P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay,
                            _namespace_range, predict_flat, prefetch_example)
@@ -257,6 +257,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                                solver, series)
     if s == 0.0:
         return s, capped
+    down = up = 0.0
     for side in range(n_sides):
         move = s if side == 0 else -s
         offset = offsets[side]
@@ -264,8 +265,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
             weights[(slots[k] + offset) & mask, W] -= move * values[k] * rates[side, k - first]
         for m in range(n_pairs):
             if ca[m] > 0.0 and cb[m] > 0.0:
-                dyad_increments(a, b, side * n_pairs + m, ca[m], cb[m], move, delta_a,
-                                delta_b)
+                if side == 0:  # expm1(−r s), expm1(r s); the other competitor's are swapped
+                    down, up = expm1_pair(r[m] * s)
+                increments(a, b, side * n_pairs + m, ca[m], cb[m], down if side == 0 else up,
+                           up if side == 0 else down, delta_a, delta_b)
                 _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank,
                       mask, delta_a, 1.0 / ca[m])
                 _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank,
