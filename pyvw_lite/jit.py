@@ -1,12 +1,14 @@
 """numba set-up shared by every kernel module.
 
-Kernels are compiled with ``cache=True`` so a warm start only loads machine code.  Two traps are
-handled here, once: a read-only install (numba cannot write ``__pycache__`` next to the source,
-and ``cache=True`` would then make *import* fail) and the cold first compile, which takes seconds
-and deserves a word on a terminal.
+Kernels are compiled with ``cache=True`` so a warm start only loads machine code.  Three traps
+are handled here, once: a read-only install (numba cannot write ``__pycache__`` next to the
+source, and ``cache=True`` would then make *import* fail), a stale cache (numba keys a cached
+kernel on its own source file, but ours inline helpers from other files) and the cold first
+compile, which takes seconds and deserves a word on a terminal.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -38,6 +40,64 @@ def _choose_cache_dir() -> None:
 _choose_cache_dir()
 
 import numba  # noqa: E402  (must follow the cache-directory choice)
+
+
+def _kernel_sources_digest(package_dir: str) -> bytes:
+    """SHA-256 over every module of the package that defines kernels (path and content)."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(package_dir):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, "rb") as handle:
+                data = handle.read()
+            if b"@kernel" in data or name == "jit.py":
+                digest.update(os.path.relpath(path, package_dir).encode() + b"\0" + data)
+    return digest.digest()
+
+
+def _stamp_kernels_with_the_package() -> None:
+    """Make every cached kernel of this package depend on all its kernel sources.
+
+    numba validates a cache entry against the stamp of the function's own file only.  Our
+    kernels inline helpers from other modules (``sft_examples`` from ``learners/gd.py``, the
+    dyadic loops from ``reductions/dyad.py`` ...), so after an edit to a helper's file a cached
+    caller would silently keep the old helper.  The locators below, tried before numba's own
+    for files inside the package, add the digest of all kernel sources to the stamp.
+    """
+    from numba.core import caching
+
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    package_stamp = _kernel_sources_digest(package_dir)
+
+    def stamped(base):
+        class PackageLocator(base):
+            def get_source_stamp(self):
+                return super().get_source_stamp(), package_stamp
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if not os.path.abspath(py_file).startswith(package_dir + os.sep):
+                    return None
+                return super().from_function(py_func, py_file)
+
+        PackageLocator.__name__ = "Package" + base.__name__
+        return PackageLocator
+
+    def public_or_private(name):  # numba 0.68 made these names public
+        return getattr(caching, name, None) or getattr(caching, "_" + name, None)
+
+    impl = public_or_private("CacheImpl")
+    bases = [public_or_private(name) for name in ("UserProvidedCacheLocator",
+                                                  "InTreeCacheLocator", "UserWideCacheLocator")]
+    if impl is None or None in bases:  # an unknown numba: its own (per-file) stamps only
+        return
+    impl._locator_classes[:0] = [stamped(base) for base in bases]
+
+
+_stamp_kernels_with_the_package()
 
 
 def kernel(function=None, **options):

@@ -51,3 +51,24 @@ def test_uncachable_kernels_still_compile():
     done = run(code, {})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "42"
+
+
+def test_a_cached_kernel_depends_on_every_kernel_source(tmp_path):
+    """numba stamps a cache entry with its own file only; ours also carry the digest of all
+    kernel sources, so an edit to a helper's file (inlined elsewhere) invalidates its callers."""
+    from pyvw_lite import jit
+    from pyvw_lite.reductions.sft import sft_examples
+
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "jit.py").write_text("x = 1\n")
+    (package / "sub" / "k.py").write_text("@kernel\ndef f():\n    pass\n")
+    (package / "notes.py").write_text("print('no kernels here')\n")
+    before = jit._kernel_sources_digest(str(package))
+    (package / "notes.py").write_text("print('still none')\n")
+    assert jit._kernel_sources_digest(str(package)) == before
+    (package / "sub" / "k.py").write_text("@kernel\ndef f():\n    return 1\n")
+    assert jit._kernel_sources_digest(str(package)) != before
+
+    stamp = sft_examples._cache._impl.locator.get_source_stamp()
+    assert stamp[1] == jit._kernel_sources_digest(os.path.dirname(jit.__file__))
