@@ -311,6 +311,11 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
     if not squared:
         series[_Z, 0] = math.exp(flip * y * series[_P, 0])
         series[_W, 0] = 1.0 / (1.0 + series[_Z, 0])
+    # the whole room is one step once two successive terms fit the tolerance there: the
+    # series stops at that degree (a gentle update needs far fewer than n terms)
+    tolerance = 0.0
+    term = 1.0  # room^k
+    order = n
     for k in range(n):
         if squared:
             slope = 2.0 * (series[_P, 0] - y) if k == 0 else 2.0 * series[_P, k]
@@ -331,6 +336,13 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
         kk = k + 1
         series[_S, kk] = slope / kk
         series[_KS, kk] = slope
+        if kk == 1:
+            tolerance = max(atol, rtol * abs(series[_S, 1]) * room)
+        last = abs(series[_S, kk - 1]) * term if kk > 1 else math.inf
+        term *= room
+        if kk >= 4 and max(last, abs(series[_S, kk]) * term) <= tolerance:
+            order = kk
+            break
         dp = -X * series[_S, kk]
         for q in range(rates):
             beta = 2.0 * series[_RATE, q] / kk
@@ -346,9 +358,8 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
         series[_P, kk] = dp
     width = room
     relative = rtol * abs(series[_S, 1])
-    power = room ** (n - 1)
-    if max(abs(series[_S, n - 1]), abs(series[_S, n]) * room) * power > \
-            max(atol / room, relative) * room:
+    if order == n and max(abs(series[_S, n - 1]), abs(series[_S, n]) * room) \
+            * room ** (n - 1) > max(atol / room, relative) * room:
         for k in range(n - 1, n + 1):
             size = abs(series[_S, k])
             if size > 0.0:
@@ -357,7 +368,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
                     allowed = max(allowed, (relative / size) ** (1.0 / (k - 1)))
                 width = min(width, allowed)
     move = 0.0
-    for k in range(n, 0, -1):
+    for k in range(order, 0, -1):
         move = (move + series[_S, k]) * width
     return s + move, width
 
