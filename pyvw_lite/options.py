@@ -145,8 +145,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("ode_atol", FLOAT, 1e-10, "absolute tolerance of the dyadic logistic/squared ODE",
            "Dyadic", metavar="TOL"),
     Option("ode_solver", STR, "taylor", "solver of the dyadic logistic/squared ODE: Taylor "
-           "polynomials of degree 16 (one or two steps per update) or SPEC §B.6's RK4 with step "
-           "doubling", "Dyadic", choices=("taylor", "rk4")),
+           "polynomials (degree up to 16, mostly one step per update) or SPEC §B.6's RK4 with "
+           "step doubling", "Dyadic", choices=("taylor", "rk4")),
     # multiclass reductions
     Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True,
            metavar="K"),

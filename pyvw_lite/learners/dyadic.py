@@ -378,9 +378,9 @@ def solve_flow(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps, solver, s
     """Logistic or squared update: ``ds/dτ = l'(p(s), y)`` on ``τ ∈ [0, ηh]`` (SPEC §B.6).
     Returns ``(s, capped)``.
 
-    ``solver``: ``TAYLOR`` (default) takes Taylor polynomials of degree 16 of ``s(τ)`` whose
-    coefficients follow from the sums of exponentials in ``p`` by recurrences; the flow of a
-    typical update is one or two steps.  ``RK4`` is SPEC §B.6's classical RK4 with step
+    ``solver``: ``TAYLOR`` (default) takes Taylor polynomials of ``s(τ)`` (degree up to 16)
+    whose coefficients follow from the sums of exponentials in ``p`` by recurrences; the flow of
+    a typical update is one step, of low degree when the update is gentle.  ``RK4`` is SPEC §B.6's classical RK4 with step
     doubling and local extrapolation (about 11 evaluations of ``p`` per step).  SPEC §B.6
     admits any solver that passes its checks; both do, and agree (tests).
 
