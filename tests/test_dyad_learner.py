@@ -216,3 +216,25 @@ def test_linear_terms_learn_as_vws_default_linear_learner():
     np.testing.assert_allclose(dyadic, linear, atol=1e-5)
     plain = Workspace("--loss_function logistic --dyad qz --dyad_plain_rate --quiet").learn(lines)
     assert np.abs(plain - linear).max() > 0.1  # the plain rate is another learner
+
+
+@pytest.mark.parametrize("reduction", ["", "--sft 3", "--oaa 3"])
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_taylor_and_rk4_solvers_learn_the_same_model(reduction, loss):
+    """--ode_solver taylor (default) and rk4 solve the same flows: over 2,000 rater-task
+    examples the progressive predictions agree to the solvers' tolerance, not just on average."""
+    from pyvw_lite.synthetic import rater_task
+    classes = 3 if reduction else 2
+    data = rater_task(n_ratings=2000, n_raters=30, n_tasks=300, classes=classes, seed=11)
+    lines = data.vw_lines(binary=not reduction)
+    args = f"{reduction} --loss_function {loss} --dyad rt --rank 2 --quiet"
+    taylor = Workspace(args)
+    rk4 = Workspace(args + " --ode_solver rk4")
+    first, second = taylor.learn(lines), rk4.learn(lines)
+    if reduction:
+        assert np.mean(first == second) > 0.995  # class predictions
+        _, a = taylor.predict_with_scores(lines[:200])
+        _, b = rk4.predict_with_scores(lines[:200])
+        np.testing.assert_allclose(a, b, atol=1e-4)
+    else:
+        np.testing.assert_allclose(first, second, atol=1e-4)
