@@ -316,6 +316,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
     tolerance = 0.0
     term = 1.0  # room^k
     order = n
+    fits = False  # the whole room passes the tolerance test at degree ``order``
     for k in range(n):
         if squared:
             slope = 2.0 * (series[_P, 0] - y) if k == 0 else 2.0 * series[_P, k]
@@ -342,6 +343,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
         term *= room
         if kk >= 4 and max(last, abs(series[_S, kk]) * term) <= tolerance:
             order = kk
+            fits = True
             break
         dp = -X * series[_S, kk]
         for q in range(rates):
@@ -358,8 +360,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
         series[_P, kk] = dp
     width = room
     relative = rtol * abs(series[_S, 1])
-    if order == n and max(abs(series[_S, n - 1]), abs(series[_S, n]) * room) \
-            * room ** (n - 1) > max(atol / room, relative) * room:
+    if not fits:  # the largest width at which the last two terms pass
         for k in range(n - 1, n + 1):
             size = abs(series[_S, k])
             if size > 0.0:
@@ -380,8 +381,9 @@ def solve_flow(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps, solver, s
 
     ``solver``: ``TAYLOR`` (default) takes Taylor polynomials of ``s(τ)`` (degree up to 16)
     whose coefficients follow from the sums of exponentials in ``p`` by recurrences; the flow of
-    a typical update is one step, of low degree when the update is gentle.  ``RK4`` is SPEC §B.6's classical RK4 with step
-    doubling and local extrapolation (about 11 evaluations of ``p`` per step).  SPEC §B.6
+    a typical update is one step, of low degree when the update is gentle.  ``RK4`` is SPEC
+    §B.6's classical RK4 with step doubling and local extrapolation (about 11 evaluations of
+    ``p`` per step).  SPEC §B.6
     admits any solver that passes its checks; both do, and agree (tests).
 
     Squared loss never passes its equilibrium ``p⁻¹(y)`` (clamp) and jumps onto it once the

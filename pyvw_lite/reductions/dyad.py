@@ -317,7 +317,8 @@ def scratch(n_pairs, rank, sides, starts):
     """Per-call scratch, reused example after example (no allocation per step): ``ã``, ``b̃``
     per side and pair, namespace ranges, side offsets, and the work buffers of
     :func:`flow_update` (``U``, ``V``, ``r`` for two sides, ``c_a``, ``c_b``, per-feature rates
-    as wide as the widest example in ``starts``, latent increments, the Taylor solver's series)."""
+    as wide as the widest example in ``starts``, latent increments, the Taylor solver's
+    series)."""
     width = 1
     for e in range(starts.shape[0] - 1):
         width = max(width, starts[e + 1] - starts[e])
@@ -384,7 +385,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                np.int64(params[P_ODE_SOLVER]), a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                np.int64(params[P_ODE_SOLVER]), a, b, work,
+                                params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                 -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
                                 state, normalizer(params, 0))
         caps += capped

@@ -132,6 +132,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     a, b, ranges, pair_offsets, work = buffers
+    solver = np.int64(params[P_ODE_SOLVER])
     fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
@@ -160,7 +161,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             s, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, pair_offsets, 2, rank, shift, noise,
                                     mask, loss, label, 0.0, eta, importance, rtol, atol,
-                                    np.int64(params[P_ODE_SOLVER]), a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                    solver, a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
