@@ -42,8 +42,8 @@ bench: install
 	$(BIN)/python -m pip install --quiet vowpalwabbit
 	$(BIN)/pyvw-lite bench --repeat 5
 
-# numba keys a cached kernel on its own file only: after editing a module that other kernels
-# inline (learners/gd.py, learners/losses.py), drop the caches.
+# Cached kernels are stamped with a digest of every kernel source (pyvw_lite/jit.py), so an edit
+# invalidates them by itself; this only frees the space.
 clean-cache:
 	find pyvw_lite -name '*.nbi' -delete -o -name '*.nbc' -delete
 

@@ -100,12 +100,52 @@ def _stamp_kernels_with_the_package() -> None:
 _stamp_kernels_with_the_package()
 
 
+def _lean_loading(cache_class):
+    """A subclass of numba's function cache that loads machine code without numba's registries.
+
+    Before every cache load numba refreshes its target context: it imports and installs every
+    typing and lowering registry (numpy, cpython, random, typed containers, ...), 0.4-0.5 s of a
+    warm start that a cached kernel never uses; only compiling needs them, and numba's compiler
+    refreshes on its own.  A load needs numba's runtime (its allocator's symbols), so that is
+    initialised; should a load still fail, the full refresh runs and the load is retried.
+    """
+
+    class LeanCache(cache_class):
+        def load_overload(self, sig, target_context):
+            from numba.core.runtime import rtsys
+            try:
+                rtsys.initialize(target_context)
+                with self._guard_against_spurious_io_errors():
+                    return self._load_overload(sig, target_context)
+            except Exception:  # noqa: BLE001  (numba's full path decides)
+                return super().load_overload(sig, target_context)
+
+    LeanCache.__name__ = "Lean" + cache_class.__name__
+    return LeanCache
+
+
+_lean_classes: dict[type, type] = {}
+
+
+def _load_lean(dispatcher):
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is None or not hasattr(cache, "_load_overload") \
+            or not hasattr(cache, "_guard_against_spurious_io_errors"):
+        return dispatcher  # no cache, or an unknown numba: its own loading
+    base = type(cache)
+    if base not in _lean_classes:
+        _lean_classes[base] = _lean_loading(base)
+    cache.__class__ = _lean_classes[base]
+    return dispatcher
+
+
 def kernel(function=None, **options):
-    """``numba.njit(cache=True, nogil=True)`` that degrades to no cache instead of failing."""
+    """``numba.njit(cache=True, nogil=True)`` that degrades to no cache instead of failing, and
+    loads cached machine code without numba's registries (:func:`_lean_loading`)."""
 
     def decorate(func):
         try:
-            return numba.njit(cache=True, nogil=True, **options)(func)
+            return _load_lean(numba.njit(cache=True, nogil=True, **options)(func))
         except RuntimeError:  # "cannot cache function ...: no locator available"
             return numba.njit(cache=False, nogil=True, **options)(func)
 
@@ -151,30 +191,30 @@ def _prefetch_intrinsic():
 prefetch_row = _prefetch_intrinsic()
 
 
-class _NoScipyLinalg:
-    """Import hook that hides scipy.linalg while numba probes it for BLAS.
+class _NoScipyLinalgForTheProbe:
+    """Import hook that hides scipy.linalg from numba's BLAS probe, and only from it.
 
-    numba's first compilation or cache load imports ``numba.np.arraymath``, which imports
-    ``scipy.linalg`` (0.25 s) only to learn whether ``np.dot`` can use BLAS; our kernels never
-    do.  The command line (a process that runs only our kernels) skips that probe.
+    When numba first loads its array registry (to compile, or for a full refresh) it imports
+    ``numba.np.arraymath``, which imports ``scipy.linalg`` (0.25 s) only to learn whether
+    ``np.dot`` can use BLAS; our kernels never do.  The probe runs while ``numba.np.arraymath``
+    is half-imported (no ``_HAVE_BLAS`` yet): that is the one import refused.
     """
 
     def find_spec(self, name, path=None, target=None):
         if name == "scipy.linalg" or name.startswith("scipy.linalg."):
-            raise ImportError("scipy.linalg hidden from numba's BLAS probe")
+            probing = sys.modules.get("numba.np.arraymath")
+            if probing is not None and not hasattr(probing, "_HAVE_BLAS"):
+                raise ImportError("scipy.linalg hidden from numba's BLAS probe")
         return None
 
 
 def skip_blas_probe() -> None:
-    """For the command line only: load numba's array registry without importing scipy."""
+    """For the command line only: numba's array registry, if it is ever loaded, is loaded
+    without importing scipy.  (Loading cached kernels does not load it: :func:`_lean_loading`.)"""
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
         return
-    hook = _NoScipyLinalg()
-    sys.meta_path.insert(0, hook)
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        sys.meta_path.remove(hook)
+    if not any(isinstance(hook, _NoScipyLinalgForTheProbe) for hook in sys.meta_path):
+        sys.meta_path.insert(0, _NoScipyLinalgForTheProbe())
 
 
 _announced = False

@@ -72,3 +72,43 @@ def test_a_cached_kernel_depends_on_every_kernel_source(tmp_path):
 
     stamp = sft_examples._cache._impl.locator.get_source_stamp()
     assert stamp[1] == jit._kernel_sources_digest(os.path.dirname(jit.__file__))
+
+
+def test_a_warm_start_loads_cached_kernels_without_numbas_registries(tmp_path):
+    """Loading cached machine code skips numba's registry refresh (0.4-0.5 s): a warm command
+    line run never imports numba's array registry nor scipy.linalg, and learns the same."""
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{1 + i % 3} |rater r{i % 7} |task t{i % 11}\n" for i in range(300)))
+    code = f"""
+        import sys
+        from pyvw_lite.cli.main import main
+        main(["-d", {str(data)!r}, "--sft", "3", "--quiet", "-p", "/dev/stdout"])
+        print("arraymath" if "numba.np.arraymath" in sys.modules else "lean",
+              "scipy.linalg" in sys.modules)
+    """
+    first = run(code, {})  # compiles if the cache is cold (then numba refreshes, as it must)
+    assert first.returncode == 0, first.stderr
+    warm = run(code, {})
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout.splitlines()[-1] == "lean False"
+    assert warm.stdout.splitlines()[:-1] == first.stdout.splitlines()[:-1]
+
+
+def test_a_failing_lean_load_falls_back_to_numbas_own(tmp_path):
+    code = """
+        from numba.core.runtime import rtsys
+        real = rtsys.initialize
+        calls = []
+        def failing_once(ctx):
+            calls.append(1)
+            if len(calls) == 1:
+                raise RuntimeError("simulated")
+            return real(ctx)
+        rtsys.initialize = failing_once
+        from pyvw_lite import Workspace
+        print(Workspace("--quiet").learn("1 |a x")[0], len(calls) > 1)
+    """
+    warm = run(code, {})
+    warm = run(code, {})
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout.split() == ["0.0", "True"]
