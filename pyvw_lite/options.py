@@ -138,6 +138,10 @@ OPTIONS: tuple[Option, ...] = (
            keep=True),
     Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
            "(default: VW-style adaptive per-feature rates)", "Dyadic", keep=True),
+    Option("dyad_rate", FLOAT, None, "the latent vectors' rate as a fraction of the plain rate "
+           "(default 1/(2k) for the shifted model: its latent gradient starts with squared norm "
+           "2k per unit feature; 1 with --dyad_plain or --dyad_plain_rate)", "Dyadic",
+           keep=True, metavar="R"),
     Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
            keep=True, metavar="EPS"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",

@@ -6,7 +6,7 @@ import pytest
 
 from pyvw_lite import Workspace
 from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
-from pyvw_lite.learners.gd import G, NORM_BASE, P_ETA, P_POWER_T, T_SUM
+from pyvw_lite.learners.gd import G, NORM_BASE, P_ETA, P_LATENT_RATE, P_POWER_T, T_SUM
 from pyvw_lite.options import OptionError
 from pyvw_lite.reductions.dyad import LATENT_STRIDE
 
@@ -40,7 +40,11 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     for line in rng_lines * 3:  # a non-trivial, touched state
         ws.learn(line if loss != "squared" else line.replace("-1 ", "0.2 "))
     w0 = ws.weights[:, 0].astype(np.float64).copy()
-    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
+    # the latent rate: the plain schedule times --dyad_rate (1/(2k) by default with adaptive
+    # linear rates, 1 under --dyad_plain_rate)
+    assert ws.params[P_LATENT_RATE] == (1.0 if plain else 0.25)
+    eta = ws.params[P_ETA] * ws.params[P_LATENT_RATE] * \
+        (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
     ws.learn(f"{label} {h} |rater r_1 |task t_5")
     learned = ws.weights[:, 0].astype(np.float64)
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
@@ -238,3 +242,27 @@ def test_taylor_and_rk4_solvers_learn_the_same_model(reduction, loss):
         np.testing.assert_allclose(a, b, atol=1e-4)
     else:
         np.testing.assert_allclose(first, second, atol=1e-4)
+
+
+@pytest.mark.parametrize("flags,rate", [("--rank 2", 0.25), ("--rank 3", 1 / 6),
+                                        ("--rank 2 --dyad_plain", 1.0),
+                                        ("--rank 2 --dyad_plain_rate", 1.0),
+                                        ("--rank 2 --dyad_rate 0.7", 0.7)])
+def test_the_latent_rate_is_normalized_by_the_latent_coordinates(flags, rate):
+    """The shifted model's latent block starts as 2k unit coordinates per unit feature: its rate
+    is 1/(2k) of the plain one unless --dyad_rate says otherwise; a saved model keeps it."""
+    ws = Workspace(f"--dyad rt {flags} --quiet")
+    assert ws.params[P_LATENT_RATE] == pytest.approx(rate)
+    with pytest.raises(OptionError, match="dyad_rate"):
+        Workspace("--dyad rt --dyad_rate 0 --quiet")
+
+
+def test_a_lower_latent_rate_moves_the_latent_vectors_less():
+    lines = [f"{1 if i % 3 else -1} |rater r_{i % 5} |task t_{i % 7}" for i in range(60)]
+    moved = {}
+    for rate in (1.0, 0.1):
+        ws = Workspace(f"--dyad rt --rank 2 --dyad_rate {rate} --dyad_noise 0 -b 20 --quiet")
+        ws.learn(lines)
+        _, latent = slots_of(ws, "rater", "r_1")
+        moved[rate] = float(np.abs(ws.weights[latent, 0]).sum())
+    assert 0.0 < moved[0.1] < 0.5 * moved[1.0]

@@ -21,14 +21,20 @@ from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, query, request, returned_label,
                                series_scratch, solve_flow)
-from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LOSS, P_NORMALIZED,
-                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX, _decay,
-                           _namespace_range, predict_flat, prefetch_example)
+from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LATENT_RATE, P_LOSS,
+                           P_NORMALIZED, P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX,
+                           _decay, _namespace_range, predict_flat, prefetch_example)
 from ..learners.losses import HINGE, loss_terms
 from ..options import OptionError, Options
 
 LATENT_STRIDE = 0x27D4EB2F  # P_L of SPEC §D.5
 DYAD_SEED = 0x5EED
+
+
+@kernel(inline="always")
+def latent_eta(params, t):
+    """The flow's (latent) rate at schedule time ``t``: the plain rate times ``--dyad_rate``."""
+    return params[P_ETA] * params[P_LATENT_RATE] * _decay(t, params[P_POWER_T])
 
 
 @kernel(inline="always")
@@ -291,7 +297,7 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
                      rank, shift, mask, initial, loss, state, params, importance, a, b, work):
     """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
     (SPEC §C.3-C.4)."""
-    eta = params[P_ETA] * _decay(state[T_SUM] + importance, params[P_POWER_T])
+    eta = latent_eta(params, state[T_SUM] + importance)
     U, V, r, ca, cb, rates, _, _, _ = work
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
                             offsets, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
@@ -381,7 +387,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                 continue
             importance /= probability
         state[T_SUM] += importance
-        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        eta = latent_eta(params, state[T_SUM])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
                                 mask, loss, label, initials[e], eta, importance, rtol, atol,
@@ -448,7 +454,7 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     loss = np.int64(params[P_LOSS])
     a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
     U, V, r, ca, cb, rates, _, _, _ = work
-    eta = params[P_ETA] * _decay(state[T_SUM] + 1.0, params[P_POWER_T])
+    eta = latent_eta(params, state[T_SUM] + 1.0)
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
         p, X = match_statistics(weights, slots, values, starts[e], starts[e + 1], feat_hash,

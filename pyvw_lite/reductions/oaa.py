@@ -11,11 +11,11 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat,
-                           class_scores, prefetch_example)
+                           P_ODE_SOLVER, P_TRAINING, T_SUM, _learn_flat, class_scores,
+                           prefetch_example)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import dyadic_class_scores, flow_update, normalizer, prefetch_dyadic
+from .dyad import dyadic_class_scores, flow_update, latent_eta, normalizer, prefetch_dyadic
 from .multiclass import (MulticlassReduction, class_buffers, predicted_class, starts_training,
                          widen_range)
 
@@ -80,7 +80,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         if not fixed_range:  # as the linear one-against-all: each class is a ±1 problem
             widen_range(state, -1.0)
             widen_range(state, 1.0)
-        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        eta = latent_eta(params, state[T_SUM])
         for c in range(n_classes):
             one[0] = offsets[c]
             label = 1.0 if c == truth else -1.0

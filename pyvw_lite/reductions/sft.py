@@ -18,11 +18,12 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, _decay, _learn_flat,
-                           class_scores, predict_flat, prefetch_example)
+                           P_ODE_SOLVER, P_TRAINING, T_SUM, _learn_flat, class_scores,
+                           predict_flat, prefetch_example)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import class_score, dyadic_class_scores, flow_update, normalizer, prefetch_dyadic
+from .dyad import (class_score, dyadic_class_scores, flow_update, latent_eta, normalizer,
+                   prefetch_dyadic)
 from .multiclass import (TreeReduction, class_buffers, predicted_class, starts_training,
                          widen_range)
 
@@ -149,7 +150,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         if truth < 0:
             continue
         importance = importances[e]
-        eta = params[P_ETA] * _decay(state[T_SUM], params[P_POWER_T])
+        eta = latent_eta(params, state[T_SUM])
         child = truth
         while True:
             n, c1, c2, label = _next_match(scores, truth, child, n_classes, left, right, parent,
