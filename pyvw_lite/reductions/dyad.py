@@ -347,6 +347,22 @@ def dyadic_class_scores(ex_int, seg, row, pairs, ignore, weights, slots, values,
                                 ranges, offsets[c], rank, shift, mask, initial, a, b, 0)
 
 
+@kernel(inline="always")
+def score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights, slots, values,
+                         feat_hash, feat_value, ranges, offsets, rank, shift, mask, initials, a,
+                         b, scores):
+    """Example ``e`` of a multiclass dyadic loop: prefetches the next example's rows, scores
+    every class (:func:`dyadic_class_scores`) and returns the example's ``(first, last)``."""
+    first = starts[e]
+    last = starts[e + 1]
+    if e + 1 < rows.shape[0]:
+        prefetch_dyadic(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], rank, mask)
+    dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first, last,
+                        feat_hash, feat_value, ranges, offsets, rank, shift, mask, initials[e], a,
+                        b, scores)
+    return first, last
+
+
 @kernel(_nrt=False)
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, T_SUM
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
+                           P_ODE_SOLVER, P_TRAINING, T_SUM, class_scores, prefetch_example)
 from ..options import OptionError, Options
 
 UNLABELLED = -1
@@ -27,6 +28,25 @@ def class_buffers(n_classes: int, mask: int, params: np.ndarray) -> tuple[np.nda
     stride = int(params[P_CLASS_STRIDE])
     offsets = (np.arange(n_classes, dtype=np.int64) * stride) & mask
     return np.empty(n_classes), offsets
+
+
+@kernel(inline="always")
+def class_loop_settings(params):
+    """``(training, loss, solver, fixed_range)`` of the multiclass example loops."""
+    return (params[P_TRAINING] != 0.0, np.int64(params[P_LOSS]), np.int64(params[P_ODE_SOLVER]),
+            params[P_FIXED_RANGE] != 0.0)
+
+
+@kernel(inline="always")
+def score_example(e, starts, weights, slots, values, offsets, mask, initials, scores):
+    """Example ``e`` of a linear multiclass loop: prefetches the next example's rows, scores
+    every class and returns the example's ``(first, last)``."""
+    first = starts[e]
+    last = starts[e + 1]
+    if e + 2 < starts.shape[0]:
+        prefetch_example(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], mask)
+    class_scores(weights, slots, values, first, last, offsets, mask, initials[e], scores)
+    return first, last
 
 
 @kernel(inline="always")

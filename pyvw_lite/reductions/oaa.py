@@ -10,29 +10,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, P_FIXED_RANGE, P_LOSS,
-                           P_ODE_SOLVER, P_TRAINING, T_SUM, _learn_flat, class_scores,
-                           prefetch_example)
+from ..learners.gd import MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, T_SUM, _learn_flat
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import dyadic_class_scores, flow_update, latent_eta, normalizer, prefetch_dyadic
-from .multiclass import (MulticlassReduction, class_buffers, predicted_class, starts_training,
-                         widen_range)
+from .dyad import flow_update, latent_eta, normalizer, score_dyadic_example
+from .multiclass import (MulticlassReduction, class_buffers, class_loop_settings,
+                         predicted_class, score_example, starts_training, widen_range)
 
 
 @kernel(_nrt=False)
 def oaa_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
                  weights, state, params, mask, out_pred, out_scores, record_scores, scores,
                  offsets):
-    training = params[P_TRAINING] != 0.0
-    fixed_range = params[P_FIXED_RANGE] != 0.0
-    loss = np.int64(params[P_LOSS])
+    training, loss, _, fixed_range = class_loop_settings(params)
     for e in range(classes.shape[0]):
-        first = starts[e]
-        last = starts[e + 1]
-        if e + 1 < classes.shape[0]:
-            prefetch_example(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], mask)
-        class_scores(weights, slots, values, first, last, offsets, mask, initials[e], scores)
+        first, last = score_example(e, starts, weights, slots, values, offsets, mask, initials,
+                                    scores)
         for c in range(n_classes):
             scores[c] = min(max(scores[c], state[MIN_LABEL]), state[MAX_LABEL])
         predicted_class(scores, e, out_pred, out_scores, record_scores)
@@ -57,21 +50,13 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                         out_scores, record_scores, scores, offsets, buffers):
     """One-against-all over dyadic class scores: every class learns its ±1 example along its
     own exact flow (SPEC §B with §D.4)."""
-    training = params[P_TRAINING] != 0.0
-    loss = np.int64(params[P_LOSS])
+    training, loss, solver, fixed_range = class_loop_settings(params)
     a, b, ranges, one, work = buffers
-    solver = np.int64(params[P_ODE_SOLVER])
-    fixed_range = params[P_FIXED_RANGE] != 0.0
     caps = 0
     for e in range(rows.shape[0]):
-        first = starts[e]
-        last = starts[e + 1]
-        if e + 1 < rows.shape[0]:
-            prefetch_dyadic(weights, slots, last, starts[e + 2], offsets[0], offsets[-1], rank,
-                            mask)
-        dyadic_class_scores(ex_int, seg, rows[e], pairs, ignore, weights, slots, values, first,
-                            last, feat_hash, feat_value, ranges, offsets, rank, shift, mask,
-                            initials[e], a, b, scores)
+        first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
+                                           slots, values, feat_hash, feat_value, ranges, offsets,
+                                           rank, shift, mask, initials, a, b, scores)
         predicted_class(scores, e, out_pred, out_scores, record_scores)
         truth = classes[e]
         importance = importances[e]
