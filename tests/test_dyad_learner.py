@@ -110,6 +110,7 @@ def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater
 @pytest.mark.parametrize("args,needle", [
     ("--dyad rr", "with itself"), ("--dyad rt --dyad tq", "in two pairs"),
     ("--dyad rtx", "two namespace letters"), ("--rank 2", "need --dyad"),
+    ("--dyad_rate 0.5", "need --dyad"),
     ("--dyad rt --adaptive", "adaptive normalized rates"),
 ])
 def test_dyad_option_errors(args, needle):

@@ -455,8 +455,8 @@ class Dyadic:
 
 def setup(options: Options) -> Dyadic | None:
     if not options.dyad:
-        if options.dyad_plain or "rank" in options.given:
-            raise OptionError("--rank and --dyad_plain need --dyad LR")
+        if options.dyad_plain or "rank" in options.given or options.dyad_rate is not None:
+            raise OptionError("--rank, --dyad_plain and --dyad_rate need --dyad LR")
         return None
     return Dyadic(options)
 
