@@ -240,8 +240,8 @@ class Workspace:
         feature of a dyad brings ``k`` latent coordinates per side, ``2k`` in all, of unit
         gradient, where its linear weight brings one.  Scaling their rate by ``1/(2k)``
         normalizes the latent block as VW's normalized update does a feature vector; on the
-        shared crowd sets it lowers progressive 0/1 loss for k = 1..3 at -b 18 and 22
-        (README).  The unshifted model starts with no latent gradient: rate 1, as SPEC §B."""
+        shared crowd sets it lowers progressive 0/1 loss (k = 1..3 at -b 22, k = 2 at -b 18;
+        README).  The unshifted model starts with no latent gradient: rate 1, as SPEC §B."""
         if o.dyad_rate is not None:
             if not o.dyad_rate > 0.0:
                 raise OptionError(f"option '--dyad_rate': {o.dyad_rate} must be positive")
