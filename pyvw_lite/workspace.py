@@ -185,11 +185,13 @@ class Workspace:
                 self.reduction.name == "ect":
             raise OptionError("--dyad goes with binary learning, --oaa or --sft (not --ect)")
         self.touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
+        # a dyadic feature's latent vector: the last k columns of its linear weight's row
+        self.latent = self.dyadic.rank if self.dyadic is not None else 0
         self.ode_step_caps = 0
         if self.model is not None:
             self._restore(self.model)
         else:
-            self.weights = np.zeros((1 << self.bits, self.stride), dtype=np.float32)
+            self.weights = self._empty_table()
             if self.adaptive and initial_t > 0:
                 self.weights[:, gd.G] = initial_t
             if not o.noconstant and o.constant:
@@ -284,16 +286,23 @@ class Workspace:
             self._log(f"[info] {self.options.initial_regressor} was trained with other update "
                       "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
                       "not used")
-        self.weights = np.zeros((1 << self.bits, self.stride), dtype=np.float32)
+        self.weights = self._empty_table()
         rows = model.arrays["rows"].astype(np.int64)
         values = model.arrays["values"]
         if rows.size and rows.max() > self.mask:
             raise ModelError(f"{self.options.initial_regressor}: weight index out of range "
                              f"for -b {self.bits} (corrupt model)")
-        columns = min(values.shape[1], self.stride if self.stride == 1 else 3)
+        linear = values.shape[1] - int(state.get("latent_columns", 0))
+        columns = min(linear, self.stride if self.stride == 1 else 3)
         if state.get("stride") != self.stride:
             columns = 1
         self.weights[rows, :columns] = values[:, :columns]
+        if self.latent:
+            if state.get("latent_columns") != self.latent:
+                raise ModelError(f"{self.options.initial_regressor}: a dyadic model saved by "
+                                 "an older pyvw-lite (latent vectors in rows of their own); "
+                                 "retrain it with this version")
+            self.weights[rows, -self.latent:] = values[:, -self.latent:]
         if "touched" in model.arrays and self.dyadic is not None:
             self.touched[:] = np.unpackbits(model.arrays["touched"])[:self.touched.size]
         self.state = np.asarray(state["learner"], dtype=np.float64).copy()
@@ -301,6 +310,10 @@ class Workspace:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
         if self.state.shape[0] != gd.state_size(self.models):
             raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
+
+    def _empty_table(self) -> np.ndarray:
+        """The zero weight table: ``stride`` linear columns, then the latent ones."""
+        return np.zeros((1 << self.bits, self.stride + self.latent), dtype=np.float32)
 
     # ------------------------------------------------------------------ parsing
     def parse(self, lines: str | bytes | Iterable[str | bytes], *, record_spans: bool = False,
@@ -556,16 +569,18 @@ class Workspace:
     # ------------------------------------------------------------------ persistence
     def model_data(self, predict_only: bool | None = None) -> ModelData:
         predict_only = self.options.predict_only_model if predict_only is None else predict_only
-        columns = 1 if predict_only else self.stride
-        nonzero = np.flatnonzero(np.any(self.weights[:, :3 if self.stride > 1 else 1] != 0, axis=1))
-        values = self.weights[nonzero, :columns]
-        if self.stride > 1 and not predict_only:
-            values = values[:, :3]
+        columns = [gd.W] if predict_only or self.stride == 1 else [gd.W, gd.G, gd.N]
+        columns += list(range(self.stride, self.stride + self.latent))
+        values = self.weights[:, columns]
+        nonzero = np.flatnonzero(np.any(values != 0, axis=1))
+        values = values[nonzero]
         state = {"learner": self.state.tolist() if not predict_only
                  else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL]), 0.0]
                  + [0.0] * (2 * self.models),
                  "stride": self.stride, "predict_only": bool(predict_only),
                  "class_stride": int(self.params[gd.P_CLASS_STRIDE])}
+        if self.latent:
+            state["latent_columns"] = self.latent
         if not predict_only:
             state["power_t"] = self.options.power_t
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}
@@ -582,7 +597,8 @@ class Workspace:
         resume = None if predict_only else [
             f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_BASE]:g}",
             f"total_weight {self.state[gd.NORM_BASE + 1]:g}"]
-        nonzero = np.flatnonzero(self.weights[:, gd.W] != 0)
+        shown = [gd.W] + list(range(self.stride, self.stride + self.latent))
+        nonzero = np.flatnonzero(np.any(self.weights[:, shown] != 0, axis=1))
         body = "".join(self._weight_text(str(slot), int(slot), predict_only) for slot in nonzero)
         self._write_text_model(path, body, resume)
 
@@ -594,10 +610,15 @@ class Workspace:
             handle.write(header + body)
 
     def _weight_text(self, name: str, slot: int, predict_only: bool) -> str:
+        """``name:w`` (``name:w G N`` with accumulators), VW's line; a dyadic row adds its
+        latent vector in brackets."""
         row = self.weights[slot]
-        if predict_only or self.stride == 1:
-            return f"{name}:{row[gd.W]:g}\n"
-        return f"{name}:{row[gd.W]:g} {row[gd.G]:g} {row[gd.N]:g}\n"
+        text = f"{name}:{row[gd.W]:g}"
+        if not (predict_only or self.stride == 1):
+            text += f" {row[gd.G]:g} {row[gd.N]:g}"
+        if self.latent:
+            text += " [" + " ".join(f"{v:g}" for v in row[self.stride:]) + "]"
+        return text + "\n"
 
     # ------------------------------------------------------------------ names (audit, invert_hash)
     def feature_names(self, batch: ParsedBatch, row: int):

@@ -8,19 +8,24 @@ from pyvw_lite import Workspace
 from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
 from pyvw_lite.learners.gd import G, NORM_BASE, P_ETA, P_LATENT_RATE, P_POWER_T, T_SUM
 from pyvw_lite.options import OptionError
-from pyvw_lite.reductions.dyad import LATENT_STRIDE
 
 
-def slots_of(ws, namespace, feature):
-    fh = hash_bytes(feature, hash_bytes(namespace))
-    linear = fh & ws.mask
-    latent = [(fh + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(ws.dyadic.rank)]
-    return linear, latent
+def flat(ws, row, column=0):
+    """Index of ``weights[row, column]`` in ``weights.ravel()``."""
+    return int(row) * ws.weights.shape[1] + column
+
+
+def slots_of(ws, namespace, feature, offset=0):
+    """Flat indices of a feature's linear weight and of its latent vector: the last ``k``
+    columns of the same row."""
+    row = (hash_bytes(feature, hash_bytes(namespace)) + offset) & ws.mask
+    first = ws.weights.shape[1] - ws.dyadic.rank
+    return flat(ws, row), [flat(ws, row, first + q) for q in range(ws.dyadic.rank)]
 
 
 def model_prediction(w, ws, rater, task):
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", rater), slots_of(ws, "task", task)
-    const = CONSTANT_HASH & ws.mask
+    const = flat(ws, CONSTANT_HASH & ws.mask)
     a = 1.0 + w[latent_r]
     b = 1.0 + w[latent_t]
     return w[lr] + w[lt] + w[const] + float(a @ b) - ws.dyadic.rank
@@ -39,23 +44,23 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     rng_lines = ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5", "1 |rater r_1 |task t_7"]
     for line in rng_lines * 3:  # a non-trivial, touched state
         ws.learn(line if loss != "squared" else line.replace("-1 ", "0.2 "))
-    w0 = ws.weights[:, 0].astype(np.float64).copy()
+    w0 = ws.weights.ravel().astype(np.float64)
     # the latent rate: the plain schedule times --dyad_rate (1/(2k) by default with adaptive
     # linear rates, 1 under --dyad_plain_rate)
     assert ws.params[P_LATENT_RATE] == (1.0 if plain else 0.25)
     eta = ws.params[P_ETA] * ws.params[P_LATENT_RATE] * \
         (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
     ws.learn(f"{label} {h} |rater r_1 |task t_5")
-    learned = ws.weights[:, 0].astype(np.float64)
+    learned = ws.weights.ravel().astype(np.float64)
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
-    const = CONSTANT_HASH & ws.mask
+    const = flat(ws, CONSTANT_HASH & ws.mask)
     w = w0.copy()
     # VW's normalized rate: N_k = 1 for these unit features, and the global normalizer
     # M = (Σ h·Σ x²/N² / Σ h)^-1/2 as it stands after this example
     normalizer = 1.0 if plain else 1.0 / math.sqrt(ws.state[NORM_BASE] / ws.state[NORM_BASE + 1])
     assert plain or ws.state[NORM_BASE + 1] == pytest.approx(9 + h)
     linear_rate = {slot: eta if plain else
-                   ws.params[P_ETA] / math.sqrt(ws.weights[slot, G]) * normalizer
+                   ws.params[P_ETA] / math.sqrt(learned[slot + G]) * normalizer
                    for slot in (lr, lt, const)}
     n = 20000
     for _ in range(n):
@@ -81,15 +86,16 @@ def test_symmetry_is_broken_and_an_absent_side_moves_linearly():
     [B9] with the task namespace absent the rater's latent vector moves by -s·x·1."""
     ws = Workspace("--dyad rt --rank 3 --loss_function hinge -l 0.5 --dyad_plain_rate --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_1 |task t_2"])
-    _, latent = slots_of(ws, "rater", "r_1")
-    assert len(set(np.round(ws.weights[latent, 0], 12))) == 3
-    assert ws.touched[latent].all()
-    before = ws.weights[:, 0].astype(np.float64).copy()
+    linear, latent = slots_of(ws, "rater", "r_1")
+    assert len(set(np.round(ws.weights.ravel()[latent], 12))) == 3
+    assert ws.touched[linear // ws.weights.shape[1]]
+    before = ws.weights.ravel().astype(np.float64)
     linear, latent = slots_of(ws, "rater", "r_2")
     ws.learn("1 |rater r_2")  # no task: the pair is linear in s
-    moved_linear = ws.weights[linear, 0] - before[linear]
-    moved_latent = ws.weights[latent, 0] - before[latent]
-    noise = ws.weights[latent, 0] - before[latent] - moved_linear  # perturbation + move
+    after = ws.weights.ravel()
+    moved_linear = after[linear] - before[linear]
+    moved_latent = after[latent] - before[latent]
+    noise = after[latent] - before[latent] - moved_linear  # perturbation + move
     assert moved_linear > 0
     np.testing.assert_allclose(moved_latent - noise, moved_linear, rtol=1e-6)
 
@@ -105,6 +111,38 @@ def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater
     again.learn(lines[2000:])
     ws.learn(lines[2000:])
     np.testing.assert_allclose(again.weights, ws.weights, rtol=1e-6, atol=1e-7)
+
+
+def test_predict_only_and_readable_dyadic_models_carry_the_latent_vectors(tmp_path,
+                                                                          rater_task_file):
+    lines = rater_task_file.read_text().splitlines()
+    ws = Workspace("--dyad rt --rank 2 --loss_function logistic --quiet")
+    ws.learn(lines[:1000])
+    ws.save(str(tmp_path / "small"), predict_only=True)
+    small = Workspace(["-i", str(tmp_path / "small"), "-t", "--quiet"])
+    np.testing.assert_array_equal(small.predict(lines[1000:1200]), ws.predict(lines[1000:1200]))
+    ws.write_readable_model(str(tmp_path / "readable.txt"))
+    text = (tmp_path / "readable.txt").read_text()
+    linear, latent = slots_of(ws, "task", lines[0].split("|task ")[1].strip())
+    row = linear // ws.weights.shape[1]
+    values = ws.weights[row]
+    expected = f"{row}:{values[0]:g} {values[1]:g} {values[2]:g} [{values[4]:g} {values[5]:g}]"
+    assert expected in text.splitlines()
+
+
+def test_a_dyadic_model_of_the_spread_latent_layout_is_refused(tmp_path):
+    """Models from before latent vectors moved into their feature's row cannot be read as if
+    they were of this layout: loading says so."""
+    from pyvw_lite import __version__
+    from pyvw_lite.io.model_io import ModelError, save_model
+    ws = Workspace("--dyad rt --rank 2 --quiet")
+    ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1"])
+    data = ws.model_data()
+    assert data.state["latent_columns"] == 2 and data.arrays["values"].shape[1] == 3 + 2
+    del data.state["latent_columns"]
+    save_model(str(tmp_path / "old"), data, __version__)
+    with pytest.raises(ModelError, match="latent vectors in rows of their own"):
+        Workspace(["-i", str(tmp_path / "old"), "--quiet"])
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -145,19 +183,17 @@ def test_scoring_filter_tree_match_moves_both_competitors_exactly():
                    "--dyad_plain_rate --quiet")
     for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
         ws.learn(line)
-    w0 = ws.weights[:, 0].astype(np.float64).copy()
+    w0 = ws.weights.ravel().astype(np.float64)
     h = 2.0
     eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
     ws.learn(f"1 {h} |rater r_1 |task t_5")  # class 1 is the left competitor: target +1
-    learned = ws.weights[:, 0].astype(np.float64)
-    fh_r, fh_t = hash_bytes("r_1", hash_bytes("rater")), hash_bytes("t_5", hash_bytes("task"))
+    learned = ws.weights.ravel().astype(np.float64)
 
     def class_slots(c):
         off = c * int(ws.params[P_CLASS_STRIDE])
-        lin = [(fh_r + off) & ws.mask, (fh_t + off) & ws.mask, (CONSTANT_HASH + off) & ws.mask]
-        lat_r = [(fh_r + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]
-        lat_t = [(fh_t + off + (q + 1) * LATENT_STRIDE) & ws.mask for q in range(2)]
-        return lin, lat_r, lat_t
+        rater, lat_r = slots_of(ws, "rater", "r_1", off)
+        task, lat_t = slots_of(ws, "task", "t_5", off)
+        return [rater, task, flat(ws, (CONSTANT_HASH + off) & ws.mask)], lat_r, lat_t
 
     def score(w, c):
         lin, lat_r, lat_t = class_slots(c)
@@ -265,5 +301,5 @@ def test_a_lower_latent_rate_moves_the_latent_vectors_less():
         ws = Workspace(f"--dyad rt --rank 2 --dyad_rate {rate} --dyad_noise 0 -b 20 --quiet")
         ws.learn(lines)
         _, latent = slots_of(ws, "rater", "r_1")
-        moved[rate] = float(np.abs(ws.weights[latent, 0]).sum())
+        moved[rate] = float(np.abs(ws.weights.ravel()[latent]).sum())
     assert 0.0 < moved[0.1] < 0.5 * moved[1.0]

@@ -146,15 +146,23 @@ def test_class_slots_never_collide_with_each_other(stride):
             assert len({(int(fh) + c * stride) & mask for c in range(32)}) == 32
 
 
-@pytest.mark.parametrize("stride", [CLASS_STRIDE, LEGACY_CLASS_STRIDE])
-def test_class_and_latent_offsets_never_collide(stride):
-    """[D5b] the (class, latent dim) offsets c·P_C + (r+1)·P_L (r = -1: the linear slot) are
-    distinct for K <= 32, rank <= 16 and b >= 16, in both class layouts."""
-    from pyvw_lite.reductions.dyad import LATENT_STRIDE
-    for bits in range(16, 33):
-        mask = (1 << bits) - 1
-        offsets = {(c * stride + j * LATENT_STRIDE) & mask for c in range(32) for j in range(17)}
-        assert len(offsets) == 32 * 17
+def test_a_latent_vector_lives_in_its_linear_weights_row():
+    """[D5b] (class, latent dim) never collide: a feature's latent vector for class c is the last
+    k columns of the row of its linear weight (fh + c·P_C) & mask, so the rows a dyadic model
+    fills are exactly the linear model's (SPEC §D.5 hashes each dim to a row of its own;
+    README)."""
+    from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
+    ws = Workspace("--sft 4 --dyad rt --rank 3 -b 18 --quiet")
+    ws.learn(["2 |rater r_1 |task t_1", "4 |rater r_2 |task t_1", "1 |rater r_1 |task t_9"])
+    latent = ws.weights[:, -3:]
+    rows = set(np.flatnonzero(np.any(latent != 0, axis=1)).tolist())
+    assert rows == set(np.flatnonzero(ws.touched).tolist())
+    features = [hash_bytes(f, hash_bytes(ns)) for ns, f in
+                [("rater", "r_1"), ("rater", "r_2"), ("task", "t_1"), ("task", "t_9")]]
+    linear_rows = {(fh + c) & ws.mask for fh in features for c in range(4)}
+    assert rows and rows <= linear_rows
+    assert not (rows & {(CONSTANT_HASH + c) & ws.mask for c in range(4)})  # not in a dyad
+    assert np.all(ws.weights[sorted(rows), 0] != 0)  # each trained: its linear weight moved too
 
 
 def test_models_with_the_spread_class_layout_keep_it(tmp_path):

@@ -152,6 +152,7 @@ class _Model:
         self.weights, self.state = weights, state
         self.touched = np.zeros(1, np.uint8)
         self.dyadic = None
+        self.latent = 0
 
 
 def _shard_result(rows, values, state):
@@ -181,9 +182,10 @@ def test_adaptive_averaging_keeps_an_update_only_one_shard_made():
 
 def test_symmetry_noise_matches_the_kernel():
     from pyvw_lite.reductions.dyad import _noise, symmetry_noise
-    slots = np.array([0, 1, 77, 2 ** 20 - 1, 123456])
-    np.testing.assert_allclose(symmetry_noise(slots, 0.01),
-                               [0.01 * _noise(int(slot)) for slot in slots], rtol=0, atol=0)
+    rows = np.array([0, 1, 77, 2 ** 20 - 1, 123456, 2 ** 31 - 1])
+    np.testing.assert_allclose(symmetry_noise(rows, 3, 0.01),
+                               [[0.01 * _noise(int(row) * 3 + q) for q in range(3)]
+                                for row in rows], rtol=0, atol=0)
 
 
 def test_malformed_lines_warn_once_and_strict_parse_stops(small_files, tmp_path):

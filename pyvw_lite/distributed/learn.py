@@ -10,7 +10,7 @@ Averaging: ``mean`` (the plain mean of the weights, VW's ``accumulate_avg``) or 
 (each shard's update of a weight counts by the squared gradients the shard saw for that weight
 this pass; VW weights whole weights by whole accumulators, which halves the update of a weight
 only one shard saw).  Accumulators and counters add up the shards' increments; the label range
-is the union; a latent slot that some shards touched for the first time counts, for the shards
+is the union; a row whose latent vector some shards touched for the first time counts, for the shards
 that did not, the symmetry-breaking value they would have given it.  Any option set the
 Workspace takes works (linear, dyadic, every multiclass reduction): the whole table travels.
 
@@ -172,30 +172,36 @@ def combine(workspace, results: list[dict], mode: str) -> None:
     moved = np.zeros(rows.size)
     seen = np.zeros(rows.size)  # squared-gradient increments: the adaptive weights
     seen_moved = np.zeros(rows.size)
-    accumulating = weights.shape[1] > G
+    latent = workspace.latent
+    linear = weights.shape[1] - latent
+    accumulating = linear > G
     normalizer = base[:, N].copy() if accumulating else None
+    latent_moved = np.zeros((rows.size, latent))
     for result in results:
         at = np.searchsorted(rows, result["rows"])
         values = result["values"].astype(np.float64)
         step = values[:, W] - base[at, W]
         moved[at] += step
+        latent_moved[at] += values[:, linear:] - base[at, linear:]
         if accumulating:
             increment = np.maximum(values[:, G] - base[at, G], 0.0)
             seen[at] += increment
             seen_moved[at] += increment * step
             normalizer[at] = np.maximum(normalizer[at], values[:, N])
-    if workspace.dyadic is not None and newly.size:
+    if latent and newly.size:
         from ..reductions.dyad import symmetry_noise
         counts = sum(np.isin(newly, result["touched"]).astype(np.int64) for result in results)
         present = np.isin(newly, rows)
         at = np.searchsorted(rows, newly[present])
-        moved[at] += (n - counts[present]) * symmetry_noise(newly[present],
-                                                            workspace.dyadic.noise)
+        latent_moved[at] += (n - counts[present])[:, None] * symmetry_noise(
+            newly[present], latent, workspace.dyadic.noise)
     if mode == "adaptive" and accumulating:
         step = np.where(seen > 0, seen_moved / np.where(seen > 0, seen, 1.0), moved / n)
     else:
         step = moved / n
     weights[rows, W] = base[:, W] + step
+    if latent:  # latent coordinates move at the plain rate: the plain mean
+        weights[rows, linear:] = base[:, linear:] + latent_moved / n
     if accumulating:
         weights[rows, G] = base[:, G] + seen
         weights[rows, N] = normalizer

@@ -5,7 +5,8 @@ Weights are a float32 table of ``2^b`` rows.  With adaptive or normalized update
 ``[w, G, N, rate]`` (VW's stride 4): ``G`` sums squared gradients (AdaGrad), ``N`` is the largest
 ``|x|`` seen (normalized updates), ``rate`` is the per-feature rate of the current example, read
 back by the update pass, so colliding features share the last one, as in VW.  Plain ``--sgd``
-uses one column.
+uses one column.  A dyadic model (``--dyad``) appends its ``k`` latent columns to every row
+(``reductions.dyad.latent_column``); the kernels here read only the first ones.
 
 One kernel call learns a whole parsed batch; Python never loops over examples.
 """
