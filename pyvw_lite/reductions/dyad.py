@@ -9,7 +9,7 @@ For every pair of namespace letters ``(L, R)`` each feature ``f`` owns a latent 
 (``σ = 1``, or 0 with ``--dyad_plain``).  An update moves every parameter along the exact
 gradient flow of ``p`` (closed form in the flow coordinate ``s``): hinge in closed form,
 logistic and squared by the one-dimensional RK4 of ``learners.dyadic``.  The learning rate is
-the plain schedule ``η0·t0^ρ·(t0 + t)^-ρ`` (SPEC erratum 1).  On a latent slot's first update a
+the plain schedule ``η0·t0^ρ·(t0 + t)^-ρ`` (SPEC erratum 1).  On a latent vector's first update a
 small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8).
 """
 from __future__ import annotations
@@ -230,7 +230,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
-    Breaks the symmetry of untouched latent slots, rebuilds the statistics
+    Breaks the symmetry of untouched latent vectors, rebuilds the statistics
     (:func:`match_statistics`), solves for ``s`` and writes every parameter back along its
     closed-form curve (the second competitor at ``−s``, SPEC §D.3).  Returns ``(s, capped)``.
 
