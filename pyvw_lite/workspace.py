@@ -315,6 +315,11 @@ class Workspace:
         """The zero weight table: ``stride`` linear columns, then the latent ones."""
         return np.zeros((1 << self.bits, self.stride + self.latent), dtype=np.float32)
 
+    @property
+    def _latent_columns(self) -> list[int]:
+        """The weight table's latent columns (none without --dyad)."""
+        return list(range(self.stride, self.stride + self.latent))
+
     # ------------------------------------------------------------------ parsing
     def parse(self, lines: str | bytes | Iterable[str | bytes], *, record_spans: bool = False,
               source: str = "<input>") -> ParsedBatch:
@@ -570,8 +575,7 @@ class Workspace:
     def model_data(self, predict_only: bool | None = None) -> ModelData:
         predict_only = self.options.predict_only_model if predict_only is None else predict_only
         columns = [gd.W] if predict_only or self.stride == 1 else [gd.W, gd.G, gd.N]
-        columns += list(range(self.stride, self.stride + self.latent))
-        values = self.weights[:, columns]
+        values = self.weights[:, columns + self._latent_columns]
         nonzero = np.flatnonzero(np.any(values != 0, axis=1))
         values = values[nonzero]
         state = {"learner": self.state.tolist() if not predict_only
@@ -597,7 +601,7 @@ class Workspace:
         resume = None if predict_only else [
             f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_BASE]:g}",
             f"total_weight {self.state[gd.NORM_BASE + 1]:g}"]
-        shown = [gd.W] + list(range(self.stride, self.stride + self.latent))
+        shown = [gd.W] + self._latent_columns
         nonzero = np.flatnonzero(np.any(self.weights[:, shown] != 0, axis=1))
         body = "".join(self._weight_text(str(slot), int(slot), predict_only) for slot in nonzero)
         self._write_text_model(path, body, resume)
@@ -617,7 +621,7 @@ class Workspace:
         if not (predict_only or self.stride == 1):
             text += f" {row[gd.G]:g} {row[gd.N]:g}"
         if self.latent:
-            text += " [" + " ".join(f"{v:g}" for v in row[self.stride:]) + "]"
+            text += " [" + " ".join(f"{v:g}" for v in row[self._latent_columns]) + "]"
         return text + "\n"
 
     # ------------------------------------------------------------------ names (audit, invert_hash)

@@ -10,8 +10,9 @@ Averaging: ``mean`` (the plain mean of the weights, VW's ``accumulate_avg``) or 
 (each shard's update of a weight counts by the squared gradients the shard saw for that weight
 this pass; VW weights whole weights by whole accumulators, which halves the update of a weight
 only one shard saw).  Accumulators and counters add up the shards' increments; the label range
-is the union; a row whose latent vector some shards touched for the first time counts, for the shards
-that did not, the symmetry-breaking value they would have given it.  Any option set the
+is the union; latent coordinates take the plain mean, and a latent vector that some shards
+touched for the first time counts, for the shards that did not, the symmetry-breaking values
+they would have given it.  Any option set the
 Workspace takes works (linear, dyadic, every multiclass reduction): the whole table travels.
 
 Each shard holds out its own every ``--holdout_period``-th example, as each node of a VW cluster
