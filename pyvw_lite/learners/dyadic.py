@@ -99,7 +99,7 @@ def dp_ds(s, X, U, V, r):
     return -X - _dyad_sums(s, U, V, r, True)
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def p_inverse(p0, y, X, U, V, r):
     """``s`` with ``p(s) = y`` (SPEC §B.4): ``(s, status)``, status 1 = unreachable (s = ±inf).
 
@@ -168,7 +168,7 @@ def p_inverse(p0, y, X, U, V, r):
     return s, 0
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def hinge_step(p0, y, X, U, V, r, eta, h):
     """Exact hinge update (SPEC §B.5): move at speed ``η`` until ``y·p = 1`` or ``ηh`` runs out."""
     if y * p0 >= 1.0 or eta * h <= 0.0:
@@ -374,7 +374,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
     return s + move, width
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def solve_flow(loss, p0, y, X, U, V, r, eta, h, rtol, atol, max_steps, solver, series):
     """Logistic or squared update: ``ds/dτ = l'(p(s), y)`` on ``τ ∈ [0, ηh]`` (SPEC §B.6).
     Returns ``(s, capped)``.

@@ -118,12 +118,18 @@ def class_score(weights, slots, values, first, last, feat_hash, feat_value, rang
 
 
 @kernel(inline="always")
-def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
-                     n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb):
+def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, sides,
+                     known, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb):
     """``(p, X)`` of a binary example ``f(x, c_0) [− f(x, c_1)]`` and its ``U``, ``V``, ``r``,
     ``c_a``, ``c_b`` written into the given arrays (SPEC §B.3): the second competitor's dyads
     enter with ``U`` and ``V`` swapped (``−a·b = a·(−b)``), an absent side adds its
-    linearisation to ``X``.  Leaves the sides' ``ã``, ``b̃`` in ``a``, ``b``."""
+    linearisation to ``X``.
+
+    Side ``i`` is the class at slot offset ``sides[i, 0]`` whose ``ã``, ``b̃`` live in row block
+    ``sides[i, 1]`` of ``a``, ``b`` (rows ``block·pairs + m``).  ``known[i]``: the class score
+    ``f(x, c_i)`` without the initial prediction when those rows already hold its current
+    ``ã``, ``b̃`` (a multiclass loop scored the class and nothing it reads has moved since), NaN
+    to score it here (which fills the rows and ``known[i]``)."""
     n_pairs = ranges.shape[0]
     X = 0.0
     for k in range(first, last):
@@ -135,9 +141,13 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
         r[d] = 0.0
     p = initial
     for side in range(n_sides):
-        sign = 1.0 if side == 0 else -1.0
-        p += sign * class_score(weights, slots, values, first, last, feat_hash, feat_value,
-                                ranges, offsets[side], rank, shift, mask, 0.0, a, b, side)
+        block = sides[side, 1]
+        score = known[side]
+        if np.isnan(score):
+            score = class_score(weights, slots, values, first, last, feat_hash, feat_value,
+                                ranges, sides[side, 0], rank, shift, mask, 0.0, a, b, block)
+            known[side] = score
+        p += score if side == 0 else -score
         for m in range(n_pairs):
             ca[m] = 0.0
             cb[m] = 0.0
@@ -147,7 +157,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
                 cb[m] += np.float64(feat_value[j]) ** 2
             d = side * n_pairs + m
             if ca[m] > 0.0 and cb[m] > 0.0:
-                u, v, rate = dyad_terms(a, b, d, ca[m], cb[m])
+                u, v, rate = dyad_terms(a, b, block * n_pairs + m, ca[m], cb[m])
                 U[d], V[d], r[d] = (u, v, rate) if side == 0 else (v, u, rate)
             elif ca[m] > 0.0 or cb[m] > 0.0:  # an absent side: linear in s (SPEC §B.2)
                 X += (ca[m] + cb[m]) * shift * shift * rank
@@ -155,7 +165,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
 
 
 @kernel(inline="always")
-def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p, label,
+def linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p, label,
                  importance, eta0, eta, rates, commit, state, norm_index):
     """Per-feature rates of the linear terms relative to the flow's ``eta``, the rates VW's
     default update (adaptive, normalized) gives them: feature k moves at
@@ -171,7 +181,7 @@ def linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, lo
     norm_x = 0.0
     for side in range(n_sides):
         for k in range(first, last):
-            slot = (slots[k] + offsets[side]) & mask
+            slot = (slots[k] + sides[side, 0]) & mask
             x = values[k]
             x2 = x * x
             total = weights[slot, G] + importance * gradient2 * x2
@@ -222,9 +232,9 @@ def symmetry_noise(rows: np.ndarray, rank: int, noise: float) -> np.ndarray:
     return noise * u.reshape(rows.size, rank)
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
-                offsets, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
+                sides, known, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
                 importance, rtol, atol, solver, a, b, work, adaptive_eta0, low, high, state,
                 norm_index):
     """One exact importance-aware step of a binary example whose prediction is
@@ -244,7 +254,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     a class far on the wrong side moves as one at the edge of the range instead of by its whole
     margin; the flow's curve is the same up to that shift.
 
-    ``work``: the buffers of :func:`scratch`, reused from step to step.
+    ``sides``, ``known``: the competitors' slot offsets, ``ã``/``b̃`` row blocks and cached
+    scores, as :func:`match_statistics` takes them (a side whose latent vectors get their
+    symmetry noise here is rescored, and ``known`` holds its score with the noise).  ``work``: the buffers of :func:`scratch`, reused from
+    step to step.
     """
     n_pairs = ranges.shape[0]
     U, V, r, ca, cb, rates, delta_a, delta_b, series = work
@@ -253,19 +266,21 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
         for m in range(n_pairs):
             for half in range(2):
                 for j in range(ranges[m, 2 * half], ranges[m, 2 * half + 1]):
-                    slot = (np.int64(feat_hash[j]) + offsets[side]) & mask
+                    slot = (np.int64(feat_hash[j]) + sides[side, 0]) & mask
                     if touched[slot] == 0:
                         for q in range(rank):
                             weights[slot, column + q] += noise * _noise(slot * rank + q)
                         touched[slot] = 1
+                        known[side] = np.nan
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
-                            offsets, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
+                            sides, known, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca,
+                            cb)
     for side in range(n_sides):
         for k in range(last - first):
             rates[side, k] = 1.0
     p = min(max(p, low), high)
     if adaptive_eta0 > 0.0:
-        X += linear_rates(weights, slots, values, first, last, offsets, n_sides, mask, loss, p,
+        X += linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p,
                           label, importance, adaptive_eta0, eta, rates, True, state, norm_index)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
@@ -278,14 +293,15 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     down = up = 0.0
     for side in range(n_sides):
         move = s if side == 0 else -s
-        offset = offsets[side]
+        offset = sides[side, 0]
+        block = sides[side, 1]
         for k in range(first, last):
             weights[(slots[k] + offset) & mask, W] -= move * values[k] * rates[side, k - first]
         for m in range(n_pairs):
             if ca[m] > 0.0 and cb[m] > 0.0:
                 if side == 0:  # expm1(−r s), expm1(r s); the other competitor's are swapped
                     down, up = expm1_pair(r[m] * s)
-                increments(a, b, side * n_pairs + m, ca[m], cb[m], down if side == 0 else up,
+                increments(a, b, block * n_pairs + m, ca[m], cb[m], down if side == 0 else up,
                            up if side == 0 else down, delta_a, delta_b)
                 _move(weights, feat_hash, feat_value, ranges[m, 0], ranges[m, 1], offset, rank,
                       mask, delta_a, 1.0 / ca[m])
@@ -305,58 +321,61 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
 
 
 @kernel
-def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value, ranges, offsets,
-                     rank, shift, mask, initial, loss, state, params, importance, a, b, work):
+def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value, ranges, sides,
+                     known, rank, shift, mask, initial, loss, state, params, importance, a, b,
+                     work):
     """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
-    (SPEC §C.3-C.4)."""
+    (SPEC §C.3-C.4); ``known`` as :func:`match_statistics`."""
     eta = latent_eta(params, state[T_SUM] + importance)
     U, V, r, ca, cb, rates, _, _, _ = work
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
-                            offsets, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
+                            sides, known, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
     label = -1.0 if p >= 0.0 else 1.0
-    X += _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label,
+    X += _adaptive_part(weights, slots, values, first, last, sides, mask, loss, p, label,
                         state, params, eta, rates)
     return hmin_dyadic(loss, p, label, X, U, V, r, eta, 0.0)
 
 
 @kernel
-def _adaptive_part(weights, slots, values, first, last, offsets, mask, loss, p, label, state,
+def _adaptive_part(weights, slots, values, first, last, sides, mask, loss, p, label, state,
                    params, eta, rates):
     """What the linear rates (at importance 1, stateless) add to X; 0 at the plain rate.
     ``rates``: a work buffer of :func:`scratch`."""
     if params[P_DYAD_ADAPTIVE] == 0.0:
         return 0.0
-    return linear_rates(weights, slots, values, first, last, offsets, 1, mask, loss, p, label,
+    return linear_rates(weights, slots, values, first, last, sides, 1, mask, loss, p, label,
                         1.0, params[P_ETA], eta, rates, False, state, normalizer(params, 0))
 
 
 @kernel
-def scratch(n_pairs, rank, sides, starts):
+def scratch(n_pairs, rank, classes, starts):
     """Per-call scratch, reused example after example (no allocation per step): ``ã``, ``b̃``
-    per side and pair, namespace ranges, side offsets, and the work buffers of
-    :func:`flow_update` (``U``, ``V``, ``r`` for two sides, ``c_a``, ``c_b``, per-feature rates
-    as wide as the widest example in ``starts``, latent increments, the Taylor solver's
-    series)."""
+    per class and pair (a row block per class), namespace ranges, the two sides' slot offsets
+    and row blocks (all 0) and cached scores (NaN: unknown) of :func:`match_statistics`, and the
+    work buffers of :func:`flow_update` (``U``, ``V``, ``r`` for two sides, ``c_a``, ``c_b``,
+    per-feature rates as wide as the widest example in ``starts``, latent increments, the
+    Taylor solver's series)."""
     width = 1
     for e in range(starts.shape[0] - 1):
         width = max(width, starts[e + 1] - starts[e])
     work = (np.zeros(2 * n_pairs), np.zeros(2 * n_pairs), np.zeros(2 * n_pairs),
             np.zeros(n_pairs), np.zeros(n_pairs), np.ones((2, width)), np.zeros(rank),
             np.zeros(rank), series_scratch(2 * n_pairs))
-    return (np.empty((sides * n_pairs, rank)), np.empty((sides * n_pairs, rank)),
-            np.empty((n_pairs, 4), dtype=np.int64), np.zeros(sides, dtype=np.int64), work)
+    return (np.empty((classes * n_pairs, rank)), np.empty((classes * n_pairs, rank)),
+            np.empty((n_pairs, 4), dtype=np.int64), np.zeros((2, 2), dtype=np.int64),
+            np.full(2, np.nan), work)
 
 
 @kernel(inline="always")
 def dyadic_class_scores(ex_int, seg, row, pairs, ignore, weights, slots, values, first, last,
                         feat_hash, feat_value, ranges, offsets, rank, shift, mask, initial, a, b,
                         scores):
-    """``f(x, c)`` of every class (``offsets``) into ``scores``; fills the example's namespace
-    ``ranges`` first."""
+    """``f(x, c)`` of every class (``offsets``) into ``scores``, class ``c``'s ``ã``, ``b̃`` into
+    row block ``c`` of ``a``, ``b``; fills the example's namespace ``ranges`` first."""
     namespace_ranges(ex_int, seg, row, pairs, ignore, ranges)
     for c in range(offsets.shape[0]):
         scores[c] = class_score(weights, slots, values, first, last, feat_hash, feat_value,
-                                ranges, offsets[c], rank, shift, mask, initial, a, b, 0)
+                                ranges, offsets[c], rank, shift, mask, initial, a, b, c)
 
 
 @kernel(inline="always")
@@ -375,7 +394,7 @@ def score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights, s
     return first, last
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                     labels, importances, initials, labelled, holdout, pairs, rank, shift,
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
@@ -386,12 +405,13 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets, work = buffers
+    a, b, ranges, sides, known, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
-        p0 = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash, feat_value,
-                         ranges, 0, rank, shift, mask, initials[e], a, b, 0)
+        known[0] = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash,
+                               feat_value, ranges, 0, rank, shift, mask, 0.0, a, b, 0)
+        p0 = initials[e] + known[0]
         out_pred[e] = p0
         label = labels[e]
         importance = importances[e]
@@ -399,8 +419,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and training and not labelled[e] and importance > 0.0:
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
-                                 feat_value, ranges, offsets, rank, shift, mask, initials[e],
-                                 loss, state, params, importance, a, b, work)
+                                 feat_value, ranges, sides, known, rank, shift, mask,
+                                 initials[e], loss, state, params, importance, a, b, work)
             requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
         if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
             continue
@@ -408,8 +428,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
             returned_label(importance, label, p0, sampler)
         elif active == SIMULATION:
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
-                                 feat_value, ranges, offsets, rank, shift, mask, initials[e],
-                                 loss, state, params, importance, a, b, work)
+                                 feat_value, ranges, sides, known, rank, shift, mask,
+                                 initials[e], loss, state, params, importance, a, b, work)
             probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
             if probability == 0.0:
                 continue
@@ -417,9 +437,9 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         state[T_SUM] += importance
         eta = latent_eta(params, state[T_SUM])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
-                                feat_hash, feat_value, ranges, offsets, 1, rank, shift, noise,
-                                mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                np.int64(params[P_ODE_SOLVER]), a, b, work,
+                                feat_hash, feat_value, ranges, sides, known, 1, rank, shift,
+                                noise, mask, loss, label, initials[e], eta, importance, rtol,
+                                atol, np.int64(params[P_ODE_SOLVER]), a, b, work,
                                 params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                 -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
                                 state, normalizer(params, 0))
@@ -460,9 +480,9 @@ class Dyadic:
                                ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss,
                                *ws.active_arguments(labels.size), self.scratch(1, starts))
 
-    def scratch(self, sides: int, starts: np.ndarray):
-        """The example loops' buffers (:func:`scratch`) for ``sides`` competitors."""
-        return scratch(self.pairs.shape[0], self.rank, sides, starts)
+    def scratch(self, classes: int, starts: np.ndarray):
+        """The example loops' buffers (:func:`scratch`) for ``classes`` class scores."""
+        return scratch(self.pairs.shape[0], self.rank, classes, starts)
 
 
 def setup(options: Options) -> Dyadic | None:
@@ -480,15 +500,15 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
     """``h_min`` of each example under the current dyadic model (SPEC §C.2); a label of 0 asks
     for the reverting weight (the label opposite to the prediction)."""
     loss = np.int64(params[P_LOSS])
-    a, b, ranges, offsets, work = scratch(pairs.shape[0], rank, 1, starts)
+    a, b, ranges, sides, known, work = scratch(pairs.shape[0], rank, 1, starts)
     U, V, r, ca, cb, rates, _, _, _ = work
     eta = latent_eta(params, state[T_SUM] + 1.0)
     for e in range(rows.shape[0]):
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
         p, X = match_statistics(weights, slots, values, starts[e], starts[e + 1], feat_hash,
-                                feat_value, ranges, offsets, 1, rank, shift, mask, initials[e],
-                                a, b, U, V, r, ca, cb)
+                                feat_value, ranges, sides, known, 1, rank, shift, mask,
+                                initials[e], a, b, U, V, r, ca, cb)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
-        X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], offsets, mask, loss,
+        X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], sides, mask, loss,
                             p, label, state, params, eta, rates)
         out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])

@@ -43,7 +43,7 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                                 c, state, params, scores[c], label, importance, gradient2, aux)
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                         classes, importances, initials, holdout, n_classes, pairs, rank, shift,
                         noise, weights, touched, state, params, mask, rtol, atol, out_pred,
@@ -51,7 +51,7 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     """One-against-all over dyadic class scores: every class learns its ±1 example along its
     own exact flow (SPEC §B with §D.4)."""
     training, loss, solver, fixed_range = class_loop_settings(params)
-    a, b, ranges, one, work = buffers
+    a, b, ranges, sides, known, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
         first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
@@ -67,12 +67,15 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             widen_range(state, 1.0)
         eta = latent_eta(params, state[T_SUM])
         for c in range(n_classes):
-            one[0] = offsets[c]
+            # each class learns from the scores of the one prediction pass, as the linear loop
+            sides[0, 0] = offsets[c]
+            sides[0, 1] = c
+            known[0] = scores[c] - initials[e]
             label = 1.0 if c == truth else -1.0
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
-                                    feat_value, ranges, one, 1, rank, shift, noise, mask, loss,
-                                    label, initials[e], eta, importance, rtol, atol, solver, a,
-                                    b, work,
+                                    feat_value, ranges, sides, known, 1, rank, shift, noise,
+                                    mask, loss, label, initials[e], eta, importance, rtol, atol,
+                                    solver, a, b, work,
                                     params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, c))
@@ -100,7 +103,7 @@ class OneAgainstAll(MulticlassReduction):
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 d.pairs, d.rank, d.shift, d.noise, ws.weights, ws.touched, ws.state, ws.params,
                 ws.mask, ws.options.ode_rtol, ws.options.ode_atol, out_pred, scores, record,
-                *buffers, d.scratch(1, starts))
+                *buffers, d.scratch(self.classes, starts))
             return
         oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, ws.weights, ws.state, ws.params, ws.mask, out_pred, scores,

@@ -115,7 +115,7 @@ def _match_above(scores, truth, child, n_classes, left, right, parent, lo, hi):
     return n, c1, c2
 
 
-@kernel(_nrt=False)
+@kernel(_nrt=False, error_model="numpy")
 def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots, values,
                         classes, importances, initials, holdout, n_classes, left, right, parent,
                         lo, hi, pairs, rank, shift, noise, weights, touched, state, params, mask,
@@ -124,7 +124,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     """The scoring filter tree over dyadic class scores: every match moves both competitors'
     linear and latent parameters along the exact flow (SPEC §D.3 with §B)."""
     training, loss, solver, fixed_range = class_loop_settings(params)
-    a, b, ranges, pair_offsets, work = buffers
+    a, b, ranges, sides, known, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
         first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
@@ -142,20 +142,26 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                            lo, hi, state, fixed_range)
             if n < 0:
                 break
-            pair_offsets[0] = offsets[c1]
-            pair_offsets[1] = offsets[c2]
+            # both classes' ã, b̃ are in their row blocks, from the scoring pass or from the
+            # rescoring after the class's last match, with nothing moved since
+            for side, c in enumerate((c1, c2)):
+                sides[side, 0] = offsets[c]
+                sides[side, 1] = c
+                known[side] = scores[c] - initials[e]
             s, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
-                                    feat_value, ranges, pair_offsets, 2, rank, shift, noise,
+                                    feat_value, ranges, sides, known, 2, rank, shift, noise,
                                     mask, loss, label, 0.0, eta, importance, rtol, atol,
                                     solver, a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
                                     state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
-            if s != 0.0:
-                for c in (c1, c2):
+            for side, c in enumerate((c1, c2)):
+                if s != 0.0:
                     scores[c] = class_score(weights, slots, values, first, last, feat_hash,
                                             feat_value, ranges, offsets[c], rank, shift, mask,
-                                            initials[e], a, b, 0)
+                                            initials[e], a, b, c)
+                elif known[side] != scores[c] - initials[e]:  # rescored after symmetry noise
+                    scores[c] = known[side] + initials[e]
             if not _truth_wins(scores, c1, c2, label):
                 break
             child = n + n_classes
@@ -179,7 +185,8 @@ class ScoringFilterTree(TreeReduction):
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 t.left, t.right, t.parent, t.lo, t.hi, d.pairs, d.rank, d.shift, d.noise,
                 ws.weights, ws.touched, ws.state, ws.params, ws.mask, ws.options.ode_rtol,
-                ws.options.ode_atol, out_pred, scores, record, *buffers, d.scratch(2, starts))
+                ws.options.ode_atol, out_pred, scores, record, *buffers,
+                d.scratch(self.classes, starts))
             return
         sft_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
