@@ -11,18 +11,24 @@ import numpy as np
 from .vw_text import split_lines
 
 CHUNK_BYTES = 4 << 20
+FIRST_CHUNK_BYTES = 128 << 10
 
 
 class LineChunks:
     """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 
+    Reads start at ``first_bytes`` and double up to ``chunk_bytes``: the learner waits for the
+    first chunk alone (later ones are parsed while it learns), so a small one starts learning
+    sooner (0.1-0.2 s on a 1M-line file) and large ones keep the per-chunk overhead low.
     ``bytes_read`` and ``total_bytes`` (None when unknown) feed the progress bar.
     """
 
-    def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES):
+    def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES,
+                 first_bytes: int = FIRST_CHUNK_BYTES):
         self.path = path
         self.name = path if path not in (None, "-") else "<stdin>"
         self.chunk_bytes = chunk_bytes
+        self.first_bytes = min(first_bytes, chunk_bytes)
         self.bytes_read = 0
         self.total_bytes = None
         if path not in (None, "-"):
@@ -47,8 +53,10 @@ class LineChunks:
         try:
             carry = b""
             line_no = 1
+            size = self.first_bytes
             while True:
-                block = handle.read(self.chunk_bytes)
+                block = handle.read(size)
+                size = min(2 * size, self.chunk_bytes)
                 if block:
                     # progress counts file bytes: compressed ones for a .gz
                     self.bytes_read = compressed.tell() if compressed is not None \
