@@ -232,11 +232,10 @@ def symmetry_noise(rows: np.ndarray, rank: int, noise: float) -> np.ndarray:
     return noise * u.reshape(rows.size, rank)
 
 
-@kernel(_nrt=False, error_model="numpy")
+@kernel(inline="always")
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
-                sides, known, n_sides, rank, shift, noise, mask, loss, label, initial, eta,
-                importance, rtol, atol, solver, a, b, work, adaptive_eta0, low, high, state,
-                norm_index):
+                sides, known, n_sides, rank, shift, noise, mask, params, label, initial, eta,
+                importance, rtol, atol, a, b, work, low, high, state, norm_index):
     """One exact importance-aware step of a binary example whose prediction is
     ``f(x, c_0) [− f(x, c_1)]`` (one class, or a scoring-filter-tree match moving both).
 
@@ -244,10 +243,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     (:func:`match_statistics`), solves for ``s`` and writes every parameter back along its
     closed-form curve (the second competitor at ``−s``, SPEC §D.3).  Returns ``(s, capped)``.
 
-    ``adaptive_eta0 > 0``: the linear terms take VW's per-feature adaptive (and, with
-    ``norm_index >= 0``, normalized: :func:`linear_rates`) rates, fixed for the step, instead of
-    the flow's plain ``eta``; the flow stays exact, the linear part of ``X`` is just weighted by
-    the rates.  0: every parameter at the plain rate (SPEC §B as written).
+    With ``params[P_DYAD_ADAPTIVE]`` set, the linear terms take VW's per-feature adaptive (and,
+    with ``norm_index >= 0``, normalized: :func:`linear_rates`) rates, fixed for the step,
+    instead of the flow's plain ``eta``; the flow stays exact, the linear part of ``X`` is just
+    weighted by the rates.  Unset: every parameter at the plain rate (SPEC §B as written).
 
     The step is solved from the prediction clipped to ``[low, high]``: the multiclass
     reductions pass their binary problems' ±1 range, as their linear versions (and VW) clip, so
@@ -256,10 +255,18 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
 
     ``sides``, ``known``: the competitors' slot offsets, ``ã``/``b̃`` row blocks and cached
     scores, as :func:`match_statistics` takes them (a side whose latent vectors get their
-    symmetry noise here is rescored, and ``known`` holds its score with the noise).  ``work``: the buffers of :func:`scratch`, reused from
-    step to step.
+    symmetry noise here is rescored, and ``known`` holds its score with the noise).  ``work``:
+    the buffers of :func:`scratch`, reused from step to step.
+
+    Inlined into each example loop: passing some twenty arrays field by field to a separate
+    kernel cost the ``--sft 5 --dyad rt --rank 2`` loop about 20%.  Keep it under 31
+    parameters: beyond 30, CPython passes a call's arguments as one tuple, which numba cannot
+    inline.
     """
     n_pairs = ranges.shape[0]
+    loss = np.int64(params[P_LOSS])
+    solver = np.int64(params[P_ODE_SOLVER])
+    adaptive_eta0 = params[P_ETA] * params[P_DYAD_ADAPTIVE]
     U, V, r, ca, cb, rates, delta_a, delta_b, series = work
     column = latent_column(weights, rank)
     for side in range(n_sides):
@@ -438,9 +445,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         eta = latent_eta(params, state[T_SUM])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
                                 feat_hash, feat_value, ranges, sides, known, 1, rank, shift,
-                                noise, mask, loss, label, initials[e], eta, importance, rtol,
-                                atol, np.int64(params[P_ODE_SOLVER]), a, b, work,
-                                params[P_ETA] * params[P_DYAD_ADAPTIVE],
+                                noise, mask, params, label, initials[e], eta, importance, rtol,
+                                atol, a, b, work,
                                 -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
                                 state, normalizer(params, 0))
         caps += capped

@@ -74,10 +74,8 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             label = 1.0 if c == truth else -1.0
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, sides, known, 1, rank, shift, noise,
-                                    mask, loss, label, initials[e], eta, importance, rtol, atol,
-                                    solver, a, b, work,
-                                    params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                    state[MIN_LABEL], state[MAX_LABEL], state,
+                                    mask, params, label, initials[e], eta, importance, rtol,
+                                    atol, a, b, work, state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, c))
             caps += capped
     return caps

@@ -150,9 +150,8 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                 known[side] = scores[c] - initials[e]
             s, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, sides, known, 2, rank, shift, noise,
-                                    mask, loss, label, 0.0, eta, importance, rtol, atol,
-                                    solver, a, b, work, params[P_ETA] * params[P_DYAD_ADAPTIVE],
-                                    state[MIN_LABEL], state[MAX_LABEL], state,
+                                    mask, params, label, 0.0, eta, importance, rtol, atol,
+                                    a, b, work, state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
             for side, c in enumerate((c1, c2)):
