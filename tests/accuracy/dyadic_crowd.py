@@ -4,8 +4,8 @@ passes), side by side.
 
     python tests/accuracy/dyadic_crowd.py [-b BITS] [extra pyvw-lite options]
 
-``-b`` goes to both tools (default 18, VW's); the dyadic model uses three rows per feature and
-class at rank 2, so at -b 18 the larger set fills most of the table (README).
+``-b`` goes to both tools (default 18, VW's).  A feature's latent vector shares the row of its
+linear weight, so the dyadic model fills no more rows than the linear one (README).
 """
 from __future__ import annotations
 
