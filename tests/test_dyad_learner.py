@@ -214,6 +214,57 @@ def test_scoring_filter_tree_match_moves_both_competitors_exactly():
     np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
 
 
+def test_a_class_that_wins_its_match_plays_the_next_from_its_updated_parameters():
+    """Two --sft matches of one example in a row, against tiny gradient steps: the true class
+    wins its first match (after the update) and meets the winner of the other subtree, with
+    the parameters, the ã, b̃ and the score its first match left (the loop keeps them per class
+    instead of rescoring); the label range clips each match's starting prediction."""
+    from pyvw_lite.learners.gd import MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE
+    ws = Workspace("--sft 4 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
+                   "--dyad_plain_rate --quiet")
+    for line in ["3 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "4 |rater r_1 |task t_7",
+                 "1 |rater r_2 |task t_7"] * 2:
+        ws.learn(line)
+    w = ws.weights.ravel().astype(np.float64)
+    h = 3.0
+    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
+    low, high = ws.state[MIN_LABEL], ws.state[MAX_LABEL]
+    ws.learn(f"1 {h} |rater r_1 |task t_5")  # class 0: left at node (0, 1), left at the root
+    learned = ws.weights.ravel().astype(np.float64)
+
+    def class_slots(c):
+        off = c * int(ws.params[P_CLASS_STRIDE])
+        rater, lat_r = slots_of(ws, "rater", "r_1", off)
+        task, lat_t = slots_of(ws, "task", "t_5", off)
+        return [rater, task, flat(ws, (CONSTANT_HASH + off) & ws.mask)], lat_r, lat_t
+
+    def score(c):
+        lin, lat_r, lat_t = class_slots(c)
+        return w[lin].sum() + float((1 + w[lat_r]) @ (1 + w[lat_t])) - 2
+
+    def match(c1, c2, n=20000):
+        p = score(c1) - score(c2)
+        shift = p - min(max(p, low), high)
+        for _ in range(n):
+            p = score(c1) - score(c2) - shift
+            step = eta * (h / n) * (-1.0 / (1.0 + math.exp(p)))
+            for c, sign in ((c1, 1.0), (c2, -1.0)):
+                lin, lat_r, lat_t = class_slots(c)
+                a, b = 1 + w[lat_r], 1 + w[lat_t]
+                w[lin] -= sign * step
+                w[lat_r] -= sign * step * b
+                w[lat_t] -= sign * step * a
+
+    scores = [score(c) for c in range(4)]
+    assert scores[0] < scores[1], "the true class should start behind its first opponent"
+    other = 2 if scores[2] >= scores[3] else 3
+    match(0, 1)
+    assert score(0) >= score(1), "the true class should win its first match after the update"
+    match(0, other)
+    touched = [slot for c in (0, 1, other) for group in class_slots(c) for slot in group]
+    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+
+
 @pytest.mark.parametrize("args", ["--sgd --invariant --power_t 0 -l 0.3",
                                   "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0 "
                                   "--dyad_plain_rate",

@@ -139,3 +139,25 @@ def test_random_bytes_never_crash_and_each_line_is_an_example_or_located(lines):
             assert np.all(batch.feat_value[first:last] != 0)
             assert math.isfinite(batch.ex_float[row, LABEL])
             assert batch.ex_float[row, WEIGHT] >= 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_line_chunks_grow_from_the_first_size_and_keep_every_line(tmp_path, compressed):
+    """Reads start small and double up to the chunk size; every line comes back once, whole,
+    in order, numbered from 1, including a last line without a newline."""
+    import gzip
+
+    from pyvw_lite.io.source import LineChunks
+    lines = [f"{k % 3} |f a{k} b{'x' * (k % 37)}" for k in range(400)]
+    raw = ("\n".join(lines)).encode()
+    path = tmp_path / ("data.vw.gz" if compressed else "data.vw")
+    path.write_bytes(gzip.compress(raw) if compressed else raw)
+    seen, sizes = [], []
+    for buf, starts, ends, first_line in LineChunks(str(path), chunk_bytes=2048, first_bytes=128):
+        assert first_line == len(seen) + 1
+        seen += [bytes(buf[s:e]).decode() for s, e in zip(starts, ends)]
+        sizes.append(int(ends[-1] - starts[0]))
+    assert seen == lines
+    longest = max(len(line) for line in lines) + 1
+    assert sizes[0] <= 128 and all(a < b for a, b in zip(sizes[:5], sizes[1:5]))
+    assert 2048 - longest < max(sizes) <= 2048 + longest  # a read plus the carried partial line
