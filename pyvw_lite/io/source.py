@@ -19,7 +19,7 @@ class LineChunks:
 
     Reads start at ``first_bytes`` and double up to ``chunk_bytes``: the learner waits for the
     first chunk alone (later ones are parsed while it learns), so a small one starts learning
-    sooner (0.1-0.2 s on a 1M-line file) and large ones keep the per-chunk overhead low.
+    sooner (~0.1 s on a 1M-line file) and large ones keep the per-chunk overhead low.
     ``bytes_read`` and ``total_bytes`` (None when unknown) feed the progress bar.
     """
 
