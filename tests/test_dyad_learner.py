@@ -175,94 +175,88 @@ def test_dyad_beats_linear_on_rater_task_data():
     assert log_loss(adaptive.learn(lines)) < log_loss(vw_default.learn(lines)) + 0.003
 
 
-def test_scoring_filter_tree_match_moves_both_competitors_exactly():
-    """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
-    of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
-    from pyvw_lite.learners.gd import P_CLASS_STRIDE
-    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
-                   "--dyad_plain_rate --quiet")
-    for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
-        ws.learn(line)
-    w0 = ws.weights.ravel().astype(np.float64)
-    h = 2.0
-    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
-    ws.learn(f"1 {h} |rater r_1 |task t_5")  # class 1 is the left competitor: target +1
-    learned = ws.weights.ravel().astype(np.float64)
+class SmallStepMatches:
+    """The reference for --sft dyadic matches of ``h |rater r_1 |task t_5`` under logistic loss
+    at the plain rate: tiny gradient steps on a float64 copy of a rank-2 model's weights,
+    moving the match's two classes at ±step (SPEC §D.3); the match starts from its prediction
+    clipped to the label range, as the learner's does."""
 
-    def class_slots(c):
+    def __init__(self, ws, h):
+        from pyvw_lite.learners.gd import MAX_LABEL, MIN_LABEL
+        self.ws, self.h = ws, h
+        self.w = ws.weights.ravel().astype(np.float64)
+        self.eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
+        self.low, self.high = ws.state[MIN_LABEL], ws.state[MAX_LABEL]
+
+    def slots(self, c):
+        """Class ``c``'s linear slots (rater, task, constant) and its two latent vectors."""
+        from pyvw_lite.learners.gd import P_CLASS_STRIDE
+        ws = self.ws
         off = c * int(ws.params[P_CLASS_STRIDE])
         rater, lat_r = slots_of(ws, "rater", "r_1", off)
         task, lat_t = slots_of(ws, "task", "t_5", off)
         return [rater, task, flat(ws, (CONSTANT_HASH + off) & ws.mask)], lat_r, lat_t
 
-    def score(w, c):
-        lin, lat_r, lat_t = class_slots(c)
+    def score(self, c):
+        lin, lat_r, lat_t = self.slots(c)
+        w = self.w
         return w[lin].sum() + float((1 + w[lat_r]) @ (1 + w[lat_t])) - 2
 
-    w = w0.copy()
-    n = 20000
-    for _ in range(n):
-        p = score(w, 0) - score(w, 1)
-        step = eta * (h / n) * (-1.0 / (1.0 + math.exp(p)))
-        for c, sign in ((0, 1.0), (1, -1.0)):
-            lin, lat_r, lat_t = class_slots(c)
-            a, b = 1 + w[lat_r], 1 + w[lat_t]
-            w[lin] -= sign * step
-            w[lat_r] -= sign * step * b
-            w[lat_t] -= sign * step * a
-    touched = [slot for c in (0, 1) for group in class_slots(c) for slot in group]
-    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+    def match(self, c1, c2, n=20000):
+        """``c1`` (target +1) against ``c2``."""
+        w = self.w
+        p = self.score(c1) - self.score(c2)
+        shift = p - min(max(p, self.low), self.high)
+        for _ in range(n):
+            p = self.score(c1) - self.score(c2) - shift
+            step = self.eta * (self.h / n) * (-1.0 / (1.0 + math.exp(p)))
+            for c, sign in ((c1, 1.0), (c2, -1.0)):
+                lin, lat_r, lat_t = self.slots(c)
+                a, b = 1 + w[lat_r], 1 + w[lat_t]
+                w[lin] -= sign * step
+                w[lat_r] -= sign * step * b
+                w[lat_t] -= sign * step * a
+
+    def assert_learned(self, classes):
+        """The learner's weights after the example equal the reference's at every parameter
+        the classes' scores read."""
+        touched = [slot for c in classes for group in self.slots(c) for slot in group]
+        learned = self.ws.weights.ravel().astype(np.float64)
+        np.testing.assert_allclose(learned[touched], self.w[touched], atol=2e-4)
+
+
+def test_scoring_filter_tree_match_moves_both_competitors_exactly():
+    """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
+    of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
+    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
+                   "--dyad_plain_rate --quiet")
+    for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
+        ws.learn(line)
+    reference = SmallStepMatches(ws, h=2.0)
+    ws.learn("1 2.0 |rater r_1 |task t_5")  # class 1 is the left competitor: target +1
+    reference.match(0, 1)
+    reference.assert_learned((0, 1))
 
 
 def test_a_class_that_wins_its_match_plays_the_next_from_its_updated_parameters():
     """Two --sft matches of one example in a row, against tiny gradient steps: the true class
     wins its first match (after the update) and meets the winner of the other subtree, with
     the parameters, the ã, b̃ and the score its first match left (the loop keeps them per class
-    instead of rescoring); the label range clips each match's starting prediction."""
-    from pyvw_lite.learners.gd import MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE
+    instead of rescoring)."""
     ws = Workspace("--sft 4 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
                    "--dyad_plain_rate --quiet")
     for line in ["3 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "4 |rater r_1 |task t_7",
                  "1 |rater r_2 |task t_7"] * 2:
         ws.learn(line)
-    w = ws.weights.ravel().astype(np.float64)
-    h = 3.0
-    eta = ws.params[P_ETA] * (ws.state[T_SUM] + h) ** (-ws.params[P_POWER_T])
-    low, high = ws.state[MIN_LABEL], ws.state[MAX_LABEL]
-    ws.learn(f"1 {h} |rater r_1 |task t_5")  # class 0: left at node (0, 1), left at the root
-    learned = ws.weights.ravel().astype(np.float64)
-
-    def class_slots(c):
-        off = c * int(ws.params[P_CLASS_STRIDE])
-        rater, lat_r = slots_of(ws, "rater", "r_1", off)
-        task, lat_t = slots_of(ws, "task", "t_5", off)
-        return [rater, task, flat(ws, (CONSTANT_HASH + off) & ws.mask)], lat_r, lat_t
-
-    def score(c):
-        lin, lat_r, lat_t = class_slots(c)
-        return w[lin].sum() + float((1 + w[lat_r]) @ (1 + w[lat_t])) - 2
-
-    def match(c1, c2, n=20000):
-        p = score(c1) - score(c2)
-        shift = p - min(max(p, low), high)
-        for _ in range(n):
-            p = score(c1) - score(c2) - shift
-            step = eta * (h / n) * (-1.0 / (1.0 + math.exp(p)))
-            for c, sign in ((c1, 1.0), (c2, -1.0)):
-                lin, lat_r, lat_t = class_slots(c)
-                a, b = 1 + w[lat_r], 1 + w[lat_t]
-                w[lin] -= sign * step
-                w[lat_r] -= sign * step * b
-                w[lat_t] -= sign * step * a
-
-    scores = [score(c) for c in range(4)]
+    reference = SmallStepMatches(ws, h=3.0)
+    ws.learn("1 3.0 |rater r_1 |task t_5")  # class 0: left at node (0, 1), left at the root
+    scores = [reference.score(c) for c in range(4)]
     assert scores[0] < scores[1], "the true class should start behind its first opponent"
     other = 2 if scores[2] >= scores[3] else 3
-    match(0, 1)
-    assert score(0) >= score(1), "the true class should win its first match after the update"
-    match(0, other)
-    touched = [slot for c in (0, 1, other) for group in class_slots(c) for slot in group]
-    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+    reference.match(0, 1)
+    assert reference.score(0) >= reference.score(1), "the true class should win after the update"
+    reference.match(0, other)
+    reference.assert_learned((0, 1, other))
 
 
 @pytest.mark.parametrize("args", ["--sgd --invariant --power_t 0 -l 0.3",
