@@ -165,6 +165,31 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
 
 
 @kernel(inline="always")
+def classes_share_rows(slots, first, last, offsets, mask):
+    """Whether the example's weight rows of two different classes can coincide (a hash
+    collision): ``(slot_k + off_c) & mask == (slot_j + off_d) & mask`` with ``c != d``, i.e. a
+    difference of two of its slots equals a difference of two class offsets.  Then an update
+    of one class can move another's score, and the multiclass loops score every match from the
+    current weights instead of reusing the scores of the class scoring pass.  A class's rows
+    are its linear slots: its dyadic features' latent vectors live in the same rows."""
+    span = (offsets[offsets.shape[0] - 1] - offsets[0]) & mask
+    if span == offsets.shape[0] - 1:  # consecutive offsets: a gap of 1 .. K-1 either way
+        for k in range(first, last):
+            for j in range(k + 1, last):
+                gap = (slots[k] - slots[j]) & mask
+                if (gap != 0 and gap <= span) or gap >= mask + 1 - span:
+                    return True
+        return False
+    for k in range(first, last):
+        for j in range(first, last):
+            gap = (slots[k] - slots[j]) & mask
+            for c in range(1, offsets.shape[0]):
+                if gap == (offsets[c] - offsets[0]) & mask:
+                    return True
+    return False
+
+
+@kernel(inline="always")
 def linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p, label,
                  importance, eta0, eta, rates, commit, state, norm_index):
     """Per-feature rates of the linear terms relative to the flow's ``eta``, the rates VW's

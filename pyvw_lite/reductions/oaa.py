@@ -13,7 +13,8 @@ from ..jit import kernel
 from ..learners.gd import MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, T_SUM, _learn_flat
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import flow_update, latent_eta, normalizer, score_dyadic_example
+from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
+                   score_dyadic_example)
 from .multiclass import (MulticlassReduction, class_buffers, class_loop_settings,
                          predicted_class, score_example, starts_training, widen_range)
 
@@ -66,11 +67,13 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             widen_range(state, -1.0)
             widen_range(state, 1.0)
         eta = latent_eta(params, state[T_SUM])
+        # each class learns from its score of the prediction pass, unless an earlier class's
+        # update can have moved it (a hash collision): then from the current weights
+        shared = classes_share_rows(slots, first, last, offsets, mask)
         for c in range(n_classes):
-            # each class learns from the scores of the one prediction pass, as the linear loop
             sides[0, 0] = offsets[c]
             sides[0, 1] = c
-            known[0] = scores[c] - initials[e]
+            known[0] = np.nan if shared else scores[c] - initials[e]
             label = 1.0 if c == truth else -1.0
             _, capped = flow_update(weights, touched, slots, values, first, last, feat_hash,
                                     feat_value, ranges, sides, known, 1, rank, shift, noise,

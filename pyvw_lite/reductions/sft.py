@@ -21,7 +21,8 @@ from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, T_SUM, 
                            predict_flat)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import class_score, flow_update, latent_eta, normalizer, score_dyadic_example
+from .dyad import (class_score, classes_share_rows, flow_update, latent_eta, normalizer,
+                   score_dyadic_example)
 from .multiclass import (TreeReduction, class_buffers, class_loop_settings, predicted_class,
                          score_example, starts_training, widen_range)
 
@@ -136,6 +137,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             continue
         importance = importances[e]
         eta = latent_eta(params, state[T_SUM])
+        shared = classes_share_rows(slots, first, last, offsets, mask)
         child = truth
         while True:
             n, c1, c2, label = _next_match(scores, truth, child, n_classes, left, right, parent,
@@ -143,7 +145,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
             if n < 0:
                 break
             # both classes' ã, b̃ are in their row blocks, from the scoring pass or from the
-            # rescoring after the class's last match, with nothing moved since
+            # rescoring after the last match that moved them
             for side, c in enumerate((c1, c2)):
                 sides[side, 0] = offsets[c]
                 sides[side, 1] = c
@@ -154,13 +156,19 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                     a, b, work, state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
-            for side, c in enumerate((c1, c2)):
-                if s != 0.0:
+            if shared:  # two classes share a weight row: a match can move any class's score
+                for c in range(n_classes):
                     scores[c] = class_score(weights, slots, values, first, last, feat_hash,
                                             feat_value, ranges, offsets[c], rank, shift, mask,
                                             initials[e], a, b, c)
-                elif known[side] != scores[c] - initials[e]:  # rescored after symmetry noise
-                    scores[c] = known[side] + initials[e]
+            else:
+                for side, c in enumerate((c1, c2)):
+                    if s != 0.0:
+                        scores[c] = class_score(weights, slots, values, first, last, feat_hash,
+                                                feat_value, ranges, offsets[c], rank, shift,
+                                                mask, initials[e], a, b, c)
+                    elif known[side] != scores[c] - initials[e]:  # rescored after the noise
+                        scores[c] = known[side] + initials[e]
             if not _truth_wins(scores, c1, c2, label):
                 break
             child = n + n_classes
