@@ -156,19 +156,16 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                     a, b, work, state[MIN_LABEL], state[MAX_LABEL], state,
                                     normalizer(params, n))
             caps += capped
-            if shared:  # two classes share a weight row: a match can move any class's score
-                for c in range(n_classes):
+            # rescore the two competitors, or every class when two classes share a weight row
+            # (then a match can move any class's score); one call site keeps the loop small
+            for i in range(n_classes if shared else 2):
+                c = i if shared else (c1 if i == 0 else c2)
+                if shared or s != 0.0:
                     scores[c] = class_score(weights, slots, values, first, last, feat_hash,
                                             feat_value, ranges, offsets[c], rank, shift, mask,
                                             initials[e], a, b, c)
-            else:
-                for side, c in enumerate((c1, c2)):
-                    if s != 0.0:
-                        scores[c] = class_score(weights, slots, values, first, last, feat_hash,
-                                                feat_value, ranges, offsets[c], rank, shift,
-                                                mask, initials[e], a, b, c)
-                    elif known[side] != scores[c] - initials[e]:  # rescored after the noise
-                        scores[c] = known[side] + initials[e]
+                elif known[i] != scores[c] - initials[e]:  # rescored after symmetry noise
+                    scores[c] = known[i] + initials[e]
             if not _truth_wins(scores, c1, c2, label):
                 break
             child = n + n_classes
