@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, P_DYAD_ADAPTIVE, P_ETA, T_SUM, _learn_flat
+from ..learners.gd import MAX_LABEL, MIN_LABEL, T_SUM, _learn_flat
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
