@@ -350,21 +350,23 @@ def test_a_lower_latent_rate_moves_the_latent_vectors_less():
     assert 0.0 < moved[0.1] < 0.5 * moved[1.0]
 
 
-@pytest.mark.parametrize("offsets", [[0, 1, 2, 3, 4], [0, 7, 14, 21, 28]])
-def test_rows_shared_between_classes_are_detected(offsets):
+@pytest.mark.parametrize("offsets,bits", [([0, 1, 2, 3, 4], 10), ([0, 7, 14, 21, 28], 10),
+                                          ([0, 17, 2], 5)])  # VW's stride at -b 5: spans 2
+def test_rows_shared_between_classes_are_detected(offsets, bits):
     """The multiclass loops reuse the scoring pass's class scores only when no two classes
     of the example share a weight row: (slot_k + off_c) & mask == (slot_j + off_d) & mask."""
     from pyvw_lite.reductions.dyad import classes_share_rows
     offsets = np.array(offsets, dtype=np.int64)
-    mask = (1 << 10) - 1
+    mask = (1 << bits) - 1
 
     def brute(slots):
         rows = [(int(s) + int(o)) & mask for o in offsets for s in set(slots)]
         return len(rows) != len(set(rows))
 
     rng = np.random.default_rng(3)
-    cases = [[10, 10 + offsets[2]], [10, 10 - offsets[4]], [5, mask + 1 - offsets[1] + 5],
-             [10, 500], [10, 10]]
+    cases = [[10, 10 + offsets[2]], [10, 10 - offsets[-1]], [1, 1 - offsets[1]], [3, 500],
+             [10, 10]]
+    cases = [[value & mask for value in case] for case in cases]
     cases += [list(rng.integers(0, mask + 1, size=3)) for _ in range(3000)]
     hits = 0
     for slots in cases:

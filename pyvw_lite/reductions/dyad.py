@@ -172,8 +172,13 @@ def classes_share_rows(slots, first, last, offsets, mask):
     of one class can move another's score, and the multiclass loops score every match from the
     current weights instead of reusing the scores of the class scoring pass.  A class's rows
     are its linear slots: its dyadic features' latent vectors live in the same rows."""
-    span = (offsets[offsets.shape[0] - 1] - offsets[0]) & mask
-    if span == offsets.shape[0] - 1:  # consecutive offsets: a gap of 1 .. K-1 either way
+    span = offsets.shape[0] - 1
+    consecutive = True
+    for c in range(1, offsets.shape[0]):
+        if (offsets[c] - offsets[0]) & mask != c:
+            consecutive = False
+            break
+    if consecutive:  # offsets 0 .. K-1 apart: a gap of 1 .. K-1 either way
         for k in range(first, last):
             for j in range(k + 1, last):
                 gap = (slots[k] - slots[j]) & mask
