@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 FLAG, INT, FLOAT, STR, LIST = "flag", "int", "float", "str", "list"
+DYAD_SEED = 0x5EED  # SPEC §B.8's default dyad_seed
 
 
 class OptionError(ValueError):
@@ -118,7 +119,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="V"),
     Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
            metavar="V"),
-    Option("random_seed", INT, 0, "seed of every random choice", "Learning", metavar="N"),
+    Option("random_seed", INT, 0, "seed of --active's query draws", "Learning", metavar="N"),
     Option("binary", FLAG, False, "report the sign of the score and 0/1 loss", "Learning",
            keep=True),
     Option("link", STR, "identity", "link applied to reported predictions", "Learning",
@@ -144,6 +145,8 @@ OPTIONS: tuple[Option, ...] = (
            keep=True, metavar="R"),
     Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
            keep=True, metavar="EPS"),
+    Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
+           "model keeps it)", "Dyadic", keep=True, metavar="N"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",
            "Dyadic", metavar="TOL"),
     Option("ode_atol", FLOAT, 1e-10, "absolute tolerance of the dyadic logistic/squared ODE",

@@ -181,11 +181,13 @@ def test_adaptive_averaging_keeps_an_update_only_one_shard_made():
 
 
 def test_symmetry_noise_matches_the_kernel():
-    from pyvw_lite.reductions.dyad import _noise, symmetry_noise
+    from pyvw_lite.reductions.dyad import DYAD_SEED, _noise, symmetry_noise
     rows = np.array([0, 1, 77, 2 ** 20 - 1, 123456, 2 ** 31 - 1])
-    np.testing.assert_allclose(symmetry_noise(rows, 3, 0.01),
-                               [[0.01 * _noise(int(row) * 3 + q) for q in range(3)]
-                                for row in rows], rtol=0, atol=0)
+    for seed in (DYAD_SEED, 7):
+        np.testing.assert_allclose(symmetry_noise(rows, 3, 0.01, seed),
+                                   [[0.01 * _noise(int(row) * 3 + q, seed) for q in range(3)]
+                                    for row in rows], rtol=0, atol=0)
+    assert not np.allclose(symmetry_noise(rows, 3, 0.01, 7), symmetry_noise(rows, 3, 0.01))
 
 
 def test_malformed_lines_warn_once_and_strict_parse_stops(small_files, tmp_path):

@@ -195,7 +195,7 @@ def combine(workspace, results: list[dict], mode: str) -> None:
         present = np.isin(newly, rows)
         at = np.searchsorted(rows, newly[present])
         latent_moved[at] += (n - counts[present])[:, None] * symmetry_noise(
-            newly[present], latent, workspace.dyadic.noise)
+            newly[present], latent, workspace.dyadic.noise, workspace.dyadic.seed)
     if mode == "adaptive" and accumulating:
         step = np.where(seen > 0, seen_moved / np.where(seen > 0, seen, 1.0), moved / n)
     else:

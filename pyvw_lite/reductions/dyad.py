@@ -22,13 +22,11 @@ from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, query, request, returned_label,
                                series_scratch, solve_flow)
-from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_ETA, P_LATENT_RATE, P_LOSS,
+from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_SEED, P_ETA, P_LATENT_RATE, P_LOSS,
                            P_NORMALIZED, P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX,
                            _decay, _namespace_range, predict_flat, prefetch_example)
 from ..learners.losses import HINGE, loss_terms
-from ..options import OptionError, Options
-
-DYAD_SEED = 0x5EED
+from ..options import DYAD_SEED, OptionError, Options
 
 
 @kernel(inline="always")
@@ -54,11 +52,11 @@ def latent_column(weights, rank):
 
 
 @kernel(inline="always")
-def _noise(key):
-    """``u(key) = murmur3(key as 4 little-endian bytes, 0x5EED)/2^31 − 1`` in [-1, 1), ``key =
+def _noise(key, seed):
+    """``u(key) = murmur3(key as 4 little-endian bytes, seed)/2^31 − 1`` in [-1, 1), ``key =
     row·k + q`` for latent coordinate ``q`` of a row (SPEC §B.8's slot index, for the latent
-    table of ``k`` columns)."""
-    return murmur3_u32(key, DYAD_SEED) / 2147483648.0 - 1.0
+    table of ``k`` columns; ``seed`` is ``--dyad_seed``, SPEC's ``dyad_seed``)."""
+    return murmur3_u32(key, seed) / 2147483648.0 - 1.0
 
 
 @kernel(inline="always")
@@ -252,13 +250,14 @@ def normalizer(params, model):
     return NORM_BASE + 2 * model if params[P_NORMALIZED] != 0.0 else -1
 
 
-def symmetry_noise(rows: np.ndarray, rank: int, noise: float) -> np.ndarray:
+def symmetry_noise(rows: np.ndarray, rank: int, noise: float, seed: int = DYAD_SEED
+                   ) -> np.ndarray:
     """What :func:`flow_update` adds to the latent coordinates of each row when it first
     touches it: an array of ``rows.size × rank``."""
     keys = (rows.astype(np.int64)[:, None] * rank + np.arange(rank)) & 0xFFFFFFFF
     buf = np.ascontiguousarray(keys.ravel(), dtype="<u4").view(np.uint8)
     starts = np.arange(keys.size, dtype=np.int64) * 4
-    u = murmur_ranges(buf, starts, starts + 4, DYAD_SEED) / 2147483648.0 - 1.0
+    u = murmur_ranges(buf, starts, starts + 4, seed & 0xFFFFFFFF) / 2147483648.0 - 1.0
     return noise * u.reshape(rows.size, rank)
 
 
@@ -297,6 +296,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     loss = np.int64(params[P_LOSS])
     solver = np.int64(params[P_ODE_SOLVER])
     adaptive_eta0 = params[P_ETA] * params[P_DYAD_ADAPTIVE]
+    seed = np.int64(params[P_DYAD_SEED])
     U, V, r, ca, cb, rates, delta_a, delta_b, series = work
     column = latent_column(weights, rank)
     for side in range(n_sides):
@@ -306,7 +306,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                     slot = (np.int64(feat_hash[j]) + sides[side, 0]) & mask
                     if touched[slot] == 0:
                         for q in range(rank):
-                            weights[slot, column + q] += noise * _noise(slot * rank + q)
+                            weights[slot, column + q] += noise * _noise(slot * rank + q, seed)
                         touched[slot] = 1
                         known[side] = np.nan
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
@@ -506,6 +506,7 @@ class Dyadic:
         self.rank = options.rank
         self.shift = 0.0 if options.dyad_plain else 1.0
         self.noise = options.dyad_noise
+        self.seed = options.dyad_seed
 
     def run(self, ws, batch, rows, starts, slots, values, labels, importances, initials,
             labelled, holdout, out_pred, out_loss) -> int:
