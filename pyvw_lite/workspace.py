@@ -508,7 +508,7 @@ class Workspace:
             scores /= scores.sum(axis=1, keepdims=True)
             known = (classes >= 0) & (holdout == 0)
             truth = scores[np.flatnonzero(known), classes[known]]
-            self.multiclass_log_loss[0] -= float(np.dot(importances[known], np.log(truth)))
+            self.multiclass_log_loss[0] -= float((importances[known] * np.log(truth)).sum())
             self.multiclass_log_loss[1] += float(importances[known].sum())
         return pred, (pred.copy() if scores is None else scores), loss, nfeat
 

@@ -162,6 +162,8 @@ class ProgressTable:
         n = weight.shape[0]
         if n == 0:
             return
+        labelled = np.asarray(labelled, dtype=bool)  # masks below: never integer indices
+        holdout = np.asarray(holdout, dtype=bool)
         any_holdout = bool(holdout.any())
         train = ~holdout if any_holdout else np.ones(n, dtype=bool)
         labelled_train = labelled & train if any_holdout else labelled
@@ -212,19 +214,21 @@ class ProgressTable:
 
     def _add(self, weight, loss, labelled, labelled_train, labelled_holdout, train, label,
              features) -> None:
-        """Add a stretch of examples to the running sums."""
-        lab_weight = float(np.dot(weight, labelled_train))
-        lab_loss = float(np.dot(loss, labelled_train))
+        """Add a stretch of examples to the running sums (masked sums, not ``np.dot``: a dot
+        of this length runs on OpenBLAS's threads, which then spin on the cores that parse and
+        learn)."""
+        lab_weight = float(weight[labelled_train].sum())
+        lab_loss = float(loss[labelled_train].sum())
         self.weighted_labeled += lab_weight
-        self.weighted_unlabeled += float(np.dot(weight, train)) - lab_weight
+        self.weighted_unlabeled += float(weight[train].sum()) - lab_weight
         self.sum_loss += lab_loss
         self.sum_loss_since_dump += lab_loss
-        self.weighted_labels += float(np.dot(weight * label, labelled_train))
+        self.weighted_labels += float((weight * label)[labelled_train].sum())
         self.example_number += int(np.count_nonzero(train))
-        self.total_features += int(np.dot(features, train))
+        self.total_features += int(features[train].sum())
         if labelled_holdout is not None:
-            hold_weight = float(np.dot(weight, labelled_holdout))
-            hold_loss = float(np.dot(loss, labelled_holdout))
+            hold_weight = float(weight[labelled_holdout].sum())
+            hold_loss = float(loss[labelled_holdout].sum())
             self.holdout_weight += hold_weight
             self.holdout_loss += hold_loss
             self.holdout_weight_since_dump += hold_weight
