@@ -182,7 +182,7 @@ class Driver:
         if self.err is not None:
             self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
-        announce_compile(parse_lines, gd.expand_features, gd.learn_examples)
+        announce_compile(parse_lines, *ws.learning_kernels())
         bar = None
         if use_live_bar(ws.quiet):
             total = os.path.getsize(cache_path) if read_cache else text_source.total_bytes

@@ -430,6 +430,17 @@ class Workspace:
             yield done, count, starts[:count + 1], slots, values, origins
             done += count
 
+    def learning_kernels(self) -> tuple:
+        """The kernels that learn from parsed examples in this configuration: the feature
+        expansion and the example loop of the reduction, the dyadic or the linear learner."""
+        if self.reduction is not None:
+            loops = self.reduction.kernels(self.dyadic is not None)
+        elif self.dyadic is not None:
+            loops = self.dyadic.kernels()
+        else:
+            loops = (gd.learn_examples,)
+        return (gd.expand_features, *loops)
+
     def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
                     training: bool):
         n = rows.shape[0]
@@ -439,7 +450,7 @@ class Workspace:
         nfeat = np.empty(n, dtype=np.int64)
         self.params[gd.P_TRAINING] = training
         self.requests = []  # label requests of this batch (active learning without --simulation)
-        announce_compile(gd.expand_features, gd.learn_examples)
+        announce_compile(*self.learning_kernels())
         # a contiguous run of rows (always so from the cache) needs no gather
         picked = slice(int(rows[0]), int(rows[-1]) + 1) \
             if n and rows[-1] - rows[0] == n - 1 else rows

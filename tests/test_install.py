@@ -1,4 +1,5 @@
 """numba never makes import fail: a read-only install caches elsewhere, or not at all."""
+import io
 import os
 import subprocess
 import sys
@@ -112,3 +113,48 @@ def test_a_failing_lean_load_falls_back_to_numbas_own(tmp_path):
     warm = run(code, {})
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.split() == ["0.0", "True"]
+
+
+class _Uncached:
+    """A dispatcher as :func:`announce_compile` sees it: nothing compiled, no cache index."""
+
+    def __init__(self, index_path):
+        self.signatures = []
+        self._cache = type("Cache", (), {})()
+        self._cache._cache_file = type("CacheFile", (), {"_index_path": str(index_path)})()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_compile_notice_names_the_first_run_of_any_kernel_a_run_needs(tmp_path, monkeypatch):
+    """A terminal user is told once that a run compiles first, when any kernel of the run has
+    no cached machine code; piped output never gets the notice."""
+    from pyvw_lite import jit
+    cached = tmp_path / "cached.nbi"
+    cached.write_bytes(b"")
+    for stderr, kernels, told in ((_Terminal(), [cached], False),
+                                  (_Terminal(), [cached, tmp_path / "missing.nbi"], True),
+                                  (io.StringIO(), [tmp_path / "missing.nbi"], False)):
+        monkeypatch.setattr(jit, "_announced", False)
+        monkeypatch.setattr(sys, "stderr", stderr)
+        jit.announce_compile(*(_Uncached(path) for path in kernels))
+        jit.announce_compile(*(_Uncached(path) for path in kernels))
+        assert stderr.getvalue().count("compiling (first run only)") == told
+
+
+def test_a_run_checks_the_kernels_of_its_own_learner():
+    """The compile notice looks at the example loop the configuration runs, not the linear
+    learner's."""
+    from pyvw_lite import Workspace
+    from pyvw_lite.learners import gd
+    from pyvw_lite.reductions import dyad, ect, oaa, sft
+    for args, loop in (("", gd.learn_examples), ("--dyad rt", dyad.dyadic_examples),
+                       ("--sft 3", sft.sft_examples),
+                       ("--sft 3 --dyad rt", sft.sft_dyadic_examples),
+                       ("--oaa 3", oaa.oaa_examples),
+                       ("--oaa 3 --dyad rt", oaa.oaa_dyadic_examples),
+                       ("--ect 3", ect.ect_examples)):
+        assert Workspace(f"{args} --quiet").learning_kernels() == (gd.expand_features, loop), args

@@ -30,7 +30,6 @@ from ..io.progress import LiveBar, use_live_bar
 from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
-from ..learners import gd
 from ..learners.gd import G, MAX_LABEL, MIN_LABEL, N, P_ETA, W
 from ..options import OptionError, Options
 from .executor import executor_from
@@ -254,7 +253,7 @@ class ShardedDriver(Driver):
             self.err.write("\n".join(preamble) + "\n")
             self.progress.print_header()
         # the workers load their kernels from the same on-disk cache as this process
-        announce_compile(parse_lines, gd.expand_features, gd.learn_examples)
+        announce_compile(parse_lines, *ws.learning_kernels())
         options = shard_options(o)
         contexts, writers = self._open_writers()
         outputs = tuple(which for _, which in writers)

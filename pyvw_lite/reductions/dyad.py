@@ -517,6 +517,10 @@ class Dyadic:
                                ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss,
                                *ws.active_arguments(labels.size), self.scratch(1, starts))
 
+    def kernels(self) -> tuple:
+        """The example loop :meth:`run` calls."""
+        return (dyadic_examples,)
+
     def scratch(self, classes: int, starts: np.ndarray):
         """The example loops' buffers (:func:`scratch`) for ``classes`` class scores."""
         return scratch(self.pairs.shape[0], self.rank, classes, starts)

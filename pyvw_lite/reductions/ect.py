@@ -75,6 +75,9 @@ class FilterTree(TreeReduction):
                      self.classes, self.tree.left, self.tree.right, self.tree.parent, ws.weights,
                      ws.state, ws.params, ws.mask, out_pred)
 
+    def kernels(self, dyadic: bool) -> tuple:
+        return (ect_examples,)
+
 
 def setup(options: Options) -> FilterTree | None:
     classes = options.ect or options.ft

@@ -160,6 +160,10 @@ class MulticlassReduction:
             out_scores, batch=None, rows=None):
         raise NotImplementedError
 
+    def kernels(self, dyadic: bool) -> tuple:
+        """The example loops :meth:`run` calls (to tell whether a run compiles first)."""
+        raise NotImplementedError
+
 
 class TreeReduction(MulticlassReduction):
     """A reduction over the tournament bracket: one binary sub-model per internal node."""

@@ -110,6 +110,9 @@ class OneAgainstAll(MulticlassReduction):
                      self.classes, ws.weights, ws.state, ws.params, ws.mask, out_pred, scores,
                      record, *buffers)
 
+    def kernels(self, dyadic: bool) -> tuple:
+        return (oaa_dyadic_examples if dyadic else oaa_examples,)
+
 
 def setup(options: Options) -> OneAgainstAll | None:
     if not options.oaa:

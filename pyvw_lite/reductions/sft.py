@@ -195,6 +195,9 @@ class ScoringFilterTree(TreeReduction):
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
                      ws.params, ws.mask, out_pred, scores, record, *buffers)
 
+    def kernels(self, dyadic: bool) -> tuple:
+        return (sft_dyadic_examples if dyadic else sft_examples,)
+
 
 def setup(options: Options) -> ScoringFilterTree | None:
     if not options.sft:
