@@ -115,6 +115,14 @@ def class_score(weights, slots, values, first, last, feat_hash, feat_value, rang
     return score
 
 
+@kernel(error_model="numpy")
+def rescore(weights, slots, values, first, last, feat_hash, feat_value, ranges, offset, rank,
+            shift, mask, initial, a, b, side):
+    """:func:`class_score` as a call of its own, for the rare rescoring inside a match."""
+    return class_score(weights, slots, values, first, last, feat_hash, feat_value, ranges,
+                       offset, rank, shift, mask, initial, a, b, side)
+
+
 @kernel(inline="always")
 def match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges, sides,
                      known, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca, cb):
@@ -142,7 +150,7 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
         block = sides[side, 1]
         score = known[side]
         if np.isnan(score):
-            score = class_score(weights, slots, values, first, last, feat_hash, feat_value,
+            score = rescore(weights, slots, values, first, last, feat_hash, feat_value,
                                 ranges, sides[side, 0], rank, shift, mask, 0.0, a, b, block)
             known[side] = score
         p += score if side == 0 else -score
