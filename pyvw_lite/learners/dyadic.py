@@ -241,10 +241,11 @@ def _doubling(loss, s, k1, step, p0, y, X, U, V, r):
     return full, half
 
 
-@kernel(inline="always")
+@kernel(_nrt=False, error_model="numpy")
 def _rk4_attempt(loss, s, step, p0, y, X, U, V, r, rtol, atol, total):
     """One step-doubling attempt of SPEC §B.6's RK4 from ``s``: ``(s_new, accepted, next
-    step)``; an accepted step is locally extrapolated."""
+    step)``; an accepted step is locally extrapolated.  A call of its own (not inlined): the
+    solver is not the default, and inlining it cost the dyadic loops' cold compile seconds."""
     full, half = _doubling(loss, s, _flow(loss, s, p0, y, X, U, V, r), step, p0, y, X, U, V, r)
     error = abs(half - full) / 15.0
     scale = atol + rtol * max(abs(s), abs(half))
