@@ -22,9 +22,9 @@ from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, query, request, returned_label,
                                series_scratch, solve_flow)
-from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_SEED, P_ETA, P_LATENT_RATE, P_LOSS,
-                           P_NORMALIZED, P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W, X2_MAX,
-                           _decay, _namespace_range, predict_flat, prefetch_example)
+from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_SEED, P_ETA, P_LATENT_RATE,
+                           P_LOSS, P_NORMALIZED, P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W,
+                           X2_MAX, _decay, _namespace_range, predict_flat, prefetch_example)
 from ..learners.losses import HINGE, loss_terms
 from ..options import DYAD_SEED, OptionError, Options
 
@@ -150,8 +150,8 @@ def match_statistics(weights, slots, values, first, last, feat_hash, feat_value,
         block = sides[side, 1]
         score = known[side]
         if np.isnan(score):
-            score = rescore(weights, slots, values, first, last, feat_hash, feat_value,
-                                ranges, sides[side, 0], rank, shift, mask, 0.0, a, b, block)
+            score = rescore(weights, slots, values, first, last, feat_hash, feat_value, ranges,
+                            sides[side, 0], rank, shift, mask, 0.0, a, b, block)
             known[side] = score
         p += score if side == 0 else -score
         for m in range(n_pairs):
