@@ -195,17 +195,23 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     assert "ratio" in out.getvalue()
 
 
-@pytest.mark.parametrize("target", ["/dev/stdout", "-"])
+@pytest.mark.parametrize("target", ["/dev/stdout", "-", "/dev/fd/1"])
 def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path):
-    """A device path is written in place: an atomic rename would replace /dev/stdout itself."""
+    """A device path is written in place: an atomic rename would replace /dev/stdout itself.
+    Standard output redirected to a file (as ``cmd > log`` opens it, not appending) keeps what
+    was written before: a new open of /dev/stdout would truncate it or write over it."""
     data = tmp_path / "d.vw"
     data.write_text("1 'a|f x\n-1 'b|f y\n")
     was_link = os.path.islink("/dev/stdout")
     with open(tmp_path / "out.txt", "wb") as out:
+        out.write(b"before\n")
+        out.flush()
         done = subprocess.run(CLI + ["-d", str(data), "-p", target, "--quiet"], stdout=out)
+        out.write(b"after\n")
     assert done.returncode == 0
     lines = (tmp_path / "out.txt").read_text().splitlines()
-    assert len(lines) == 2 and lines[0] == "0 a" and lines[1].endswith(" b")
+    assert len(lines) == 4 and lines[0] == "before" and lines[-1] == "after"
+    assert lines[1] == "0 a" and lines[2].endswith(" b")
     assert os.path.islink("/dev/stdout") == was_link
 
 

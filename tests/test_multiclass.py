@@ -276,3 +276,12 @@ def test_vw_layout_is_kept_in_the_model(tmp_path):
     plain = Workspace("--oaa 5 --quiet")
     plain.weights[...] = trained.weights  # the same table read through the other layout
     assert np.mean(plain.predict(lines) != trained.predict(lines)) > 0.05
+
+
+@pytest.mark.parametrize("flag", ["--oaa", "--ect", "--ft", "--sft"])
+@pytest.mark.parametrize("classes", ["0", "-2"])
+def test_a_reduction_without_classes_is_refused(flag, classes):
+    """``--oaa 0`` is an error, not a silent binary run."""
+    from pyvw_lite.options import OptionError
+    with pytest.raises(OptionError, match=f"needs at least 1 class \\(got {classes}\\)"):
+        Workspace([flag, classes, "--quiet"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 
 
@@ -23,11 +24,34 @@ def _is_special(path: str) -> bool:
     return not stat.S_ISREG(mode)
 
 
+def _inherited_descriptor(path: str) -> int | None:
+    """The open descriptor a path names: ``-`` and ``/dev/stdout`` are 1, ``/dev/stderr`` 2,
+    ``/dev/fd/N`` and ``/proc/self/fd/N`` are N; None for any other path."""
+    if path == "-":
+        return 1
+    path = os.path.abspath(path)
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}
+    if path in named:
+        return named[path]
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if path.startswith(prefix) and path[len(prefix):].isdigit():
+            return int(path[len(prefix):])
+    return None
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, binary: bool = True):
     if path == "-" or _is_special(path):
-        handle = os.fdopen(os.dup(1), "wb" if binary else "w") if path == "-" \
-            else open(path, "wb" if binary else "w")
+        inherited = _inherited_descriptor(path)
+        mode = "wb" if binary else "w"
+        if inherited is not None:
+            # the descriptor itself, not a new open of its path: a new open of a redirected
+            # stdout truncates the file or writes at an offset of its own, over the shell's
+            sys.stdout.flush()
+            sys.stderr.flush()
+            handle = os.fdopen(os.dup(inherited), mode)
+        else:
+            handle = open(path, mode)
         try:
             yield handle
         finally:

@@ -15,7 +15,7 @@ from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, 
                            P_TRAINING, _learn_flat, predict_flat, prefetch_example)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
-from .multiclass import TreeReduction, starts_training, widen_range
+from .multiclass import TreeReduction, requested, starts_training, widen_range
 
 
 @kernel
@@ -80,11 +80,10 @@ class FilterTree(TreeReduction):
 
 
 def setup(options: Options) -> FilterTree | None:
-    classes = options.ect or options.ft
-    if not classes:
+    if not requested(options, "ect", "ft"):
         return None
-    if options.ect and options.ft:
+    if requested(options, "ect") and requested(options, "ft"):
         raise OptionError("--ft is an alias of --ect: give one of them")
     if options.error:
         raise OptionError("option '--error': only --error 0 (the filter tree) is supported")
-    return FilterTree(options, classes)
+    return FilterTree(options, options.ect or options.ft)

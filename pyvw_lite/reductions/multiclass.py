@@ -80,6 +80,12 @@ def widen_range(state, label):
         state[MAX_LABEL] = label
 
 
+def requested(options: Options, *names: str) -> bool:
+    """Whether a reduction option was asked for: set, or given at all (``--oaa 0`` is an error
+    the reduction reports, not a silent binary run)."""
+    return any(getattr(options, name) or name in options.given for name in names)
+
+
 class MulticlassReduction:
     name = ""
     out_of_range = "skip"  # or "last"

@@ -16,7 +16,8 @@ from ..options import Options
 from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
                    score_dyadic_example)
 from .multiclass import (MulticlassReduction, class_buffers, class_loop_settings,
-                         predicted_class, score_example, starts_training, widen_range)
+                         predicted_class, requested, score_example, starts_training,
+                         widen_range)
 
 
 @kernel(_nrt=False)
@@ -115,6 +116,6 @@ class OneAgainstAll(MulticlassReduction):
 
 
 def setup(options: Options) -> OneAgainstAll | None:
-    if not options.oaa:
+    if not requested(options, "oaa"):
         return None
     return OneAgainstAll(options, options.oaa)

@@ -23,7 +23,7 @@ from ..options import Options
 from .dyad import (class_score, classes_share_rows, flow_update, latent_eta, normalizer,
                    score_dyadic_example)
 from .multiclass import (TreeReduction, class_buffers, class_loop_settings, predicted_class,
-                         score_example, starts_training, widen_range)
+                         requested, score_example, starts_training, widen_range)
 
 
 @kernel(inline="always")
@@ -200,6 +200,6 @@ class ScoringFilterTree(TreeReduction):
 
 
 def setup(options: Options) -> ScoringFilterTree | None:
-    if not options.sft:
+    if not requested(options, "sft"):
         return None
     return ScoringFilterTree(options, options.sft)
