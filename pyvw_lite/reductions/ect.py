@@ -86,4 +86,5 @@ def setup(options: Options) -> FilterTree | None:
         raise OptionError("--ft is an alias of --ect: give one of them")
     if options.error:
         raise OptionError("option '--error': only --error 0 (the filter tree) is supported")
-    return FilterTree(options, options.ect or options.ft)
+    flag = "ect" if requested(options, "ect") else "ft"
+    return FilterTree(options, getattr(options, flag), flag)

@@ -90,9 +90,10 @@ class MulticlassReduction:
     name = ""
     out_of_range = "skip"  # or "last"
 
-    def __init__(self, options: Options, classes: int):
+    def __init__(self, options: Options, classes: int, flag: str = ""):
         if classes < 1:
-            raise OptionError(f"option '--{self.name}': needs at least 1 class (got {classes})")
+            raise OptionError(f"option '--{flag or self.name}': needs at least 1 class "
+                              f"(got {classes})")
         self.classes = classes
         self.names: list[str] | None = None
         if options.named_labels:
@@ -174,9 +175,9 @@ class MulticlassReduction:
 class TreeReduction(MulticlassReduction):
     """A reduction over the tournament bracket: one binary sub-model per internal node."""
 
-    def __init__(self, options: Options, classes: int):
+    def __init__(self, options: Options, classes: int, flag: str = ""):
         from .tree import bracket
-        super().__init__(options, classes)
+        super().__init__(options, classes, flag)
         self.tree = bracket(classes)
 
     @property
