@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pyvw_lite.cli.main import main
-from pyvw_lite.io.crowd_input import CrowdInputError, read_answers, read_blocks
+from pyvw_lite.io.crowd_input import CrowdInputError, RowPolicy, read_answers, read_blocks
 from pyvw_lite.synthetic import crowd_answers
 
 
@@ -113,12 +113,14 @@ def test_item_block_format_and_stdin(tmp_path, capsys):
 @pytest.mark.parametrize("content,gold,message", [
     ("task,worker\nx,u\n", None, "missing column 'label'"),
     ("task,worker,label\nx,u,1\nx,,2\n", None, ":3: empty 'worker'"),
+    ("task,worker,label\nx,u,1\nx,v\ny,u,2\n", None, ":3: expected 3 fields, got 2"),
+    ("task,worker,label\nx,u,1\ny,u,2,3\n", None, ":3: expected 3 fields, got 4 (line: 'y,u,2,3')"),
     ("task,worker,label\nx,u,1\ny,u,2\n", "task,label\nx,1\ny,7\n", "gold.csv:3: unknown gold label '7'"),
 ])
 def test_bad_tables_name_file_and_line(tmp_path, capsys, content, gold, message):
     path = tmp_path / "answers.csv"
     path.write_text(content)
-    args = [str(path)]
+    args = [str(path), "--strict_parse"]
     if gold:
         (tmp_path / "gold.csv").write_text(gold)
         args += ["--gold", str(tmp_path / "gold.csv")]
@@ -138,6 +140,29 @@ def test_bad_item_blocks_are_fatal_with_the_line(tmp_path, line, message):
     path.write_text("z -1 ann:0 bob:1\n" + line)
     with pytest.raises(CrowdInputError, match=f"items.txt:2: {message}"):
         read_answers(str(path), n_labels=3)
+
+
+def test_malformed_rows_are_skipped_with_a_located_warning(tmp_path, capsys):
+    """By default a malformed answer row (or item block) is skipped with a warning naming the
+    file, line and text, and counted in the summary; the rest of the file is used."""
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\nx,u,yes\nx,v\ny,u,no\nz,,no\ny,v,no,maybe\n"
+                    "z,v,yes\n")
+    out = tmp_path / "p.csv"
+    code, err = run([str(path), "-p", str(out)], capsys)
+    assert code == 0, err
+    assert f"[warning] {path}:3: expected 3 fields, got 2 (line: 'x,v'); skipped" in err
+    assert f"{path}:5: empty 'worker'" in err and f"{path}:6: expected 3 fields, got 4" in err
+    assert "number of ratings = 3" in err and "skipped malformed rows = 3" in err
+    assert [row[0] for row in read_csv(out)[1:]] == ["x", "y", "z"]
+    blocks = tmp_path / "items.txt"
+    blocks.write_text("a -1 ann:0 bob:1\nb -1 ann:x\nc 0 bob:1\n")
+    warnings: list[str] = []
+    rows = RowPolicy(strict=False, warn=warnings.append)
+    data = read_answers(str(blocks), n_labels=2, rows=rows)
+    assert data.task_names.tolist() == ["a", "c"] and data.malformed == rows.skipped == 1
+    assert warnings == [f"[warning] {blocks}:2: rating 'x' of worker 'ann' is not an "
+                        "integer (line: 'b -1 ann:x'); skipped"]
 
 
 def test_option_errors(answers, capsys):

@@ -95,6 +95,9 @@ def crowd(
     shards: int = typer.Option(0, "--shards", help="with --executor: item shards (default: "
                                                    "one per worker)"),
     model_name: str = typer.Option("flass", "--model", help="the model (flass, the only one)"),
+    strict_parse: bool = typer.Option(False, "--strict_parse",
+                                      help="a malformed answer row is fatal (default: skipped "
+                                           "with a warning naming its line)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:
     """True labels from crowd answers: online EM (default), batch EM, or a baseline."""
@@ -110,7 +113,7 @@ def crowd(
                        eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
                        progressive=progressive,
                        max_iters=max_iters, tol=tol, executor=executor, shards=shards,
-                       quiet=quiet)
+                       strict_parse=strict_parse, quiet=quiet)
     raise typer.Exit(main(options))
 
 

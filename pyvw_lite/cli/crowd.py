@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..crowd.defaults import DEFAULTS
-from ..io.crowd_input import CrowdData, CrowdInputError, known_labels, read_answers, read_gold
+from ..io.crowd_input import (CrowdData, CrowdInputError, RowPolicy, known_labels, read_answers,
+                              read_gold)
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
 
@@ -51,6 +52,7 @@ class CrowdRun:
     tol: float = DEFAULTS["tol"]
     executor: str | None = None
     shards: int = 0
+    strict_parse: bool = False
     quiet: bool = False
 
 
@@ -93,8 +95,10 @@ def run(run: CrowdRun) -> int:
         raise ValueError("--passes must be at least 1")
     model = CrowdModel.load(run.initial_model) if run.initial_model else None
     started = time.perf_counter()
+    rows = RowPolicy(strict=run.strict_parse, warn=(lambda text: err.write(text + "\n"))
+                     if err else None)
     data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
-                        label_names=model.config.label_names if model else None)
+                        label_names=model.config.label_names if model else None, rows=rows)
     loaded = time.perf_counter() - started
     if run.batch and data.task_names.size != np.unique(data.task_names.astype(str)).size:
         raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "
@@ -203,6 +207,8 @@ def run(run: CrowdRun) -> int:
     if err:
         err.write("\nfinished run\n")
         err.write(f"number of items = {data.n_items}\nnumber of ratings = {data.n_ratings}\n")
+        if data.malformed:
+            err.write(f"skipped malformed rows = {data.malformed}\n")
         for line in summary:
             err.write(line + "\n")
         err.write(f"load seconds = {loaded:.3f}\nfit seconds = {fit_seconds:.3f}\n")

@@ -3,7 +3,9 @@ block format of SPEC §P.4, gold files, and plain arrays; worker slots (SPEC §P
 
 Everything becomes a :class:`CrowdData`: ratings grouped by item (item ``i`` owns ratings
 ``item_start[i]:item_start[i+1]``), label values mapped to ``0..K-1``.  Bad input is a
-:class:`CrowdInputError` naming the file, the line and the offending text.
+:class:`CrowdInputError` naming the file, the line and the offending text; a malformed answer
+row (or item block) is that error under the default :class:`RowPolicy`, or is skipped with the
+same message as a warning (the CLI's default, ``--strict_parse`` makes it fatal).
 """
 from __future__ import annotations
 
@@ -23,6 +25,25 @@ class CrowdInputError(ValueError):
     """Unusable crowd input; the message names the file and line."""
 
 
+class RowPolicy:
+    """What a malformed answer row does: raise (``strict``) or get skipped with a warning."""
+
+    def __init__(self, strict: bool = True, warn=None):
+        self.strict = strict
+        self.warn = warn  # callable taking one line of text, or None
+        self.skipped = 0
+
+    def reject(self, message: str) -> None:
+        if self.strict:
+            raise CrowdInputError(message)
+        self.skipped += 1
+        if self.warn is not None:
+            self.warn(f"[warning] {message}; skipped")
+
+
+STRICT = RowPolicy()
+
+
 @dataclass
 class CrowdData:
     task_names: np.ndarray  # item i's task id (str)
@@ -34,6 +55,7 @@ class CrowdData:
     gold: np.ndarray  # int64[I], -1 when unknown
     duplicates: int = 0  # repeated (task, worker) pairs, kept
     skipped_lines: int = 0  # item-block lines without ratings
+    malformed: int = 0  # malformed rows (or item blocks) skipped
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -137,6 +159,10 @@ class Column:
     def of(cls, sequence) -> "Column":
         return cls(*_factorize(np.asarray(sequence, dtype=object)))
 
+    def subset(self, keep: np.ndarray) -> "Column":
+        """The rows where ``keep`` is set, factorized afresh (first appearance among them)."""
+        return Column.of(self.values[self.codes[keep]])
+
 
 def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: int | None = None,
                 label_names: list[str] | None = None, where: str = "data") -> CrowdData:
@@ -149,21 +175,29 @@ def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: i
 
 def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict | None = None,
                  n_labels: int | None = None, label_names: list[str] | None = None,
-                 where: str = "data", first_line: int = 1) -> CrowdData:
-    """Factorized triples to CrowdData; ``first_line``: the file line of row 0 (for messages)."""
+                 where: str = "data", first_line: int = 1, lines: np.ndarray | None = None,
+                 rows: RowPolicy = STRICT) -> CrowdData:
+    """Factorized triples to CrowdData; ``lines``: each row's file line, or row 0 is at
+    ``first_line`` (for messages).  A label outside given ``label_names`` is a malformed row."""
     if tasks.codes.size == 0:
         raise CrowdInputError(f"{where}: no answers")
     label_texts = [str(value) for value in labels.values.tolist()]
     if label_names is None:
         label_names = choose_labels(label_texts, n_labels, where)
     index = label_index(label_names)
-    lookup = np.empty(len(label_texts), dtype=np.int64)
-    for position, value in enumerate(label_texts):
-        if value not in index:
-            row = int(np.argmax(labels.codes == position))
-            raise CrowdInputError(f"{where}:{row + first_line}: unknown label {value!r} "
-                                  f"(labels: {', '.join(label_names)})")
-        lookup[position] = index[value]
+    lookup = np.array([index.get(value, -1) for value in label_texts], dtype=np.int64)
+    if (lookup < 0).any():
+        unknown = lookup[labels.codes] < 0
+        for row in np.flatnonzero(unknown):
+            line = int(lines[row]) if lines is not None else int(row) + first_line
+            rows.reject(f"{where}:{line}: unknown label {label_texts[labels.codes[row]]!r} "
+                        f"(labels: {', '.join(label_names)})")
+        keep = ~unknown
+        if not keep.any():
+            raise CrowdInputError(f"{where}: no answers")
+        tasks, workers, labels = tasks.subset(keep), workers.subset(keep), labels.subset(keep)
+        lookup = np.array([index[str(value)] for value in labels.values.tolist()],
+                          dtype=np.int64)
     order, item_start = _group_by_item(tasks.codes, len(tasks.values))
     data = CrowdData(task_names=tasks.values, worker_names=workers.values,
                      label_names=list(label_names), item_start=item_start,
@@ -212,8 +246,18 @@ def _open_text(path: str):
     return open(path, encoding="utf-8", newline="")
 
 
-def read_columns(path: str, required: tuple[str, ...]) -> dict[str, Column]:
+def read_columns(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
+                 ) -> dict[str, Column]:
     """A CSV/TSV file with a header row; each required column factorized."""
+    return read_table(path, required, rows)[0]
+
+
+def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
+               ) -> tuple[dict[str, Column], np.ndarray | None]:
+    """:func:`read_columns` and each row's file line (None: row ``r`` is on line ``r + 2``).
+
+    A row with the wrong number of fields or an empty required value goes to ``rows``: a file
+    with one is read again by the csv module, which knows every row's line."""
     name = "<stdin>" if path == "-" else path
     if path == "-":
         source = io.BytesIO(sys.stdin.buffer.read())
@@ -234,40 +278,61 @@ def read_columns(path: str, required: tuple[str, ...]) -> dict[str, Column]:
     except ImportError:
         pd = None
     if pd is not None:
-        try:  # read as text: ids such as "007" must not become the number 7
+        # read as text: ids such as "007" must not become the number 7; every column, as
+        # ``usecols`` would drop a row's extra fields (an unquoted comma in a label) silently
+        try:
             frame = pd.read_csv(source, sep=delimiter, dtype=str, keep_default_na=False,
-                                skipinitialspace=True,
-                                usecols=lambda column: column.strip() in required)
-        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise CrowdInputError(f"{name}: malformed table ({exc})") from None
-        frame.columns = [str(column).strip() for column in frame.columns]
-        columns = {}
-        for column in required:
-            codes, uniques = pd.factorize(frame[column], sort=False)
-            columns[column] = Column(codes.astype(np.int64), np.asarray(uniques, dtype=object))
-        del frame
+                                skipinitialspace=True)
+        except UnicodeDecodeError as exc:
+            raise CrowdInputError(f"{name}: not UTF-8 text ({exc})") from None
+        except pd.errors.ParserError:
+            frame = None  # a row with extra fields: the csv module below names it
+        if frame is not None:
+            frame.columns = [str(column).strip() for column in frame.columns]
+            columns = {}
+            for column in required:
+                codes, uniques = pd.factorize(frame[column], sort=False)
+                columns[column] = Column(codes.astype(np.int64),
+                                         np.asarray(uniques, dtype=object))
+            del frame
+            if not _has_empty(columns):
+                return columns, None
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+        handle = io.TextIOWrapper(source, encoding="utf-8", newline="")
     else:
-        with _open_text(path) as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            next(reader)
-            positions = [header.index(column) for column in required]
-            rows = {column: [] for column in required}
-            for line_number, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise CrowdInputError(f"{name}:{line_number}: expected {len(header)} fields, "
-                                          f"got {len(row)} ({delimiter.join(row)!r})")
-                for column, position in zip(required, positions):
-                    rows[column].append(row[position].strip())
-        columns = {column: Column.of(values) for column, values in rows.items()}
-    for column in required:
-        table = columns[column]
-        empty = [k for k, value in enumerate(table.values.tolist()) if str(value).strip() == ""]
-        if empty:
-            row = int(np.argmax(table.codes == empty[0]))
-            raise CrowdInputError(f"{name}:{row + 2}: empty {column!r}")
-    return columns
+        handle = _open_text(path)
+    with handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        next(reader)
+        positions = [header.index(column) for column in required]
+        values: dict[str, list] = {column: [] for column in required}
+        lines = []
+        for row in reader:
+            line_number = reader.line_num
+            if not row:
+                continue
+            text = delimiter.join(row)
+            if len(row) != len(header):
+                rows.reject(f"{name}:{line_number}: expected {len(header)} fields, got "
+                            f"{len(row)} (line: {text!r})")
+                continue
+            fields = [row[position].strip() for position in positions]
+            if "" in fields:
+                rows.reject(f"{name}:{line_number}: empty {required[fields.index('')]!r} "
+                            f"(line: {text!r})")
+                continue
+            for column, value in zip(required, fields):
+                values[column].append(value)
+            lines.append(line_number)
+    return ({column: Column.of(items) for column, items in values.items()},
+            np.array(lines, dtype=np.int64))
+
+
+def _has_empty(columns: dict[str, Column]) -> bool:
+    """Whether a required value is empty (a short row reads as empty fields)."""
+    return any(str(value).strip() == "" for table in columns.values()
+               for value in table.values.tolist())
 
 
 def read_gold(path: str) -> dict:
@@ -295,20 +360,24 @@ def looks_like_blocks(path: str) -> bool:
 
 
 def read_triples(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
-                 label_names: list[str] | None = None) -> CrowdData:
+                 label_names: list[str] | None = None, rows: RowPolicy = STRICT) -> CrowdData:
     name = "<stdin>" if path == "-" else path
-    table = read_columns(path, ("task", "worker", "label"))
+    table, lines = read_table(path, ("task", "worker", "label"), rows)
     data = from_columns(table["task"], table["worker"], table["label"], n_labels=n_labels,
-                        label_names=label_names, where=name, first_line=2)
+                        label_names=label_names, where=name, first_line=2, lines=lines,
+                        rows=rows)
+    data.malformed = rows.skipped
     if gold_path:
         apply_gold(data, read_gold(gold_path), where=gold_path)
     return data
 
 
-def read_blocks(path: str, *, n_labels: int | None = None) -> CrowdData:
+def read_blocks(path: str, *, n_labels: int | None = None, rows: RowPolicy = STRICT
+                ) -> CrowdData:
     """SPEC §P.4: ``<item_id> <gold> <worker_id>:<rating> ...``, labels already 0..K-1.
 
-    Each line is one item block in stream order (an id may repeat, e.g. after ``multicat``).
+    Each line is one item block in stream order (an id may repeat, e.g. after ``multicat``); a
+    malformed block goes to ``rows`` whole.
     """
     name = "<stdin>" if path == "-" else path
     tasks, golds, starts = [], [], [0]
@@ -319,35 +388,17 @@ def read_blocks(path: str, *, n_labels: int | None = None) -> CrowdData:
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue
-            if len(fields) < 2:
-                raise CrowdInputError(f"{name}:{line_number}: expected '<item> <gold> "
-                                      f"<worker>:<rating> ...' (line: {line.strip()!r})")
-            try:
-                gold = int(fields[1])
-            except ValueError:
-                raise CrowdInputError(f"{name}:{line_number}: gold {fields[1]!r} is not an "
-                                      "integer") from None
-            block = fields[2:]
-            if not block:
+            block = _item_block(fields, n_labels)
+            if isinstance(block, str):
+                rows.reject(f"{name}:{line_number}: {block} (line: {line.strip()!r})")
+                continue
+            gold, pairs = block
+            if not pairs:
                 skipped += 1
                 continue
-            for token in block:
-                worker, colon, rating = token.rpartition(":")
-                if not colon or not worker:
-                    raise CrowdInputError(f"{name}:{line_number}: malformed rating {token!r} "
-                                          "(expected worker:rating)")
-                try:
-                    value = int(rating)
-                except ValueError:
-                    raise CrowdInputError(f"{name}:{line_number}: rating {rating!r} of worker "
-                                          f"{worker!r} is not an integer") from None
-                if value < 0 or (n_labels is not None and value >= n_labels):
-                    raise CrowdInputError(f"{name}:{line_number}: rating {value} outside "
-                                          f"0..{(n_labels or 1) - 1} (token {token!r})")
+            for worker, value in pairs:
                 workers.append(worker)
                 ratings.append(value)
-            if gold < -1 or (n_labels is not None and gold >= n_labels):
-                raise CrowdInputError(f"{name}:{line_number}: gold {gold} outside -1..{(n_labels or 1) - 1}")
             tasks.append(fields[0])
             golds.append(gold)
             starts.append(len(ratings))
@@ -360,20 +411,49 @@ def read_blocks(path: str, *, n_labels: int | None = None) -> CrowdData:
     data = CrowdData(task_names=task_names, worker_names=worker_names,
                      label_names=[str(k) for k in range(K)], item_start=item_start,
                      rating_worker=worker_codes, rating_label=np.array(ratings, dtype=np.int64),
-                     gold=np.array(golds, dtype=np.int64), skipped_lines=skipped)
+                     gold=np.array(golds, dtype=np.int64), skipped_lines=skipped,
+                     malformed=rows.skipped)
     data.duplicates = int(_repeated_pairs(data.item_start, data.rating_worker))
     return data
 
 
+def _item_block(fields: list[str], n_labels: int | None):
+    """``(gold, [(worker, rating), ...])`` of one §P.4 line, or what is wrong with it."""
+    if len(fields) < 2:
+        return "expected '<item> <gold> <worker>:<rating> ...'"
+    try:
+        gold = int(fields[1])
+    except ValueError:
+        return f"gold {fields[1]!r} is not an integer"
+    top = (n_labels or 1) - 1
+    if gold < -1 or (n_labels is not None and gold >= n_labels):
+        return f"gold {gold} outside -1..{top}"
+    pairs = []
+    for token in fields[2:]:
+        worker, colon, rating = token.rpartition(":")
+        if not colon or not worker:
+            return f"malformed rating {token!r} (expected worker:rating)"
+        try:
+            value = int(rating)
+        except ValueError:
+            return f"rating {rating!r} of worker {worker!r} is not an integer"
+        if value < 0 or (n_labels is not None and value >= n_labels):
+            return f"rating {value} outside 0..{top} (token {token!r})"
+        pairs.append((worker, value))
+    return gold, pairs
+
+
 def read_answers(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
-                 label_names: list[str] | None = None) -> CrowdData:
+                 label_names: list[str] | None = None, rows: RowPolicy = STRICT) -> CrowdData:
     """Triples or item blocks, whichever the file holds (``label_names``: a loaded model's)."""
     if looks_like_blocks(path):
-        data = read_blocks(path, n_labels=len(label_names) if label_names else n_labels)
+        data = read_blocks(path, n_labels=len(label_names) if label_names else n_labels,
+                           rows=rows)
         if gold_path:
             apply_gold(data, read_gold(gold_path), where=gold_path)
         return data
-    return read_triples(path, n_labels=n_labels, gold_path=gold_path, label_names=label_names)
+    return read_triples(path, n_labels=n_labels, gold_path=gold_path, label_names=label_names,
+                        rows=rows)
 
 
 def hashed_slots(worker_names, bits: int) -> np.ndarray:
