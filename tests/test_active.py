@@ -70,6 +70,9 @@ def test_active_options_are_checked():
     from pyvw_lite.options import OptionError
     with pytest.raises(OptionError, match="needs --active"):
         Workspace("--simulation --quiet")
+    for c0 in ("0", "-1"):  # b = c0·ln(k+1)/k would never query
+        with pytest.raises(OptionError, match=f"'--mellowness': {c0} must be positive"):
+            Workspace(["--active", "--mellowness", c0, "--quiet"])
 
 
 def test_label_request_mode_marks_the_labels_worth_buying(tmp_path):

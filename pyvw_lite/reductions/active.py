@@ -40,4 +40,6 @@ def setup(options: Options) -> Active | None:
         if options.simulation:
             raise OptionError("--simulation needs --active")
         return None
+    if not options.mellowness > 0.0:  # SPEC §C.4's b = c0·ln(k+1)/k: with c0 ≤ 0, P = 0 always
+        raise OptionError(f"option '--mellowness': {options.mellowness:g} must be positive")
     return Active(options)
