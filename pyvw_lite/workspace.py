@@ -602,7 +602,10 @@ class Workspace:
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}
         if self.dyadic is not None:
             arrays["touched"] = np.packbits(self.touched)
-        return ModelData(options=self.options.kept_argv(), state=state, arrays=arrays)
+        options = self.options.kept_argv()
+        if "bit_precision" not in self.options.given:  # the table size defines every model
+            options += ["--bit_precision", str(self.bits)]
+        return ModelData(options=options, state=state, arrays=arrays)
 
     def save(self, path: str, predict_only: bool | None = None) -> None:
         """Write the model to ``path`` atomically."""

@@ -110,6 +110,13 @@ def test_kept_options_come_back_and_conflicts_are_refused(rater_task_file, tmp_p
     assert ws.bits == 20 and ws.interactions.terms == ["rt"]
     assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18"]) == 1
     assert "trained with --bit_precision" in capsys.readouterr().err
+    # the default -b is kept too: a 2^18 table read into 2^20 rows would put most weights where
+    # no feature looks (VW refuses the same: "Disagreeing option values for 'bit_precision'")
+    run_workspace(["-d", str(rater_task_file), "-f", str(model), "--quiet"])
+    assert Workspace(f"-i {model} --quiet").bits == 18
+    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "20", "--quiet"]) == 1
+    assert "trained with --bit_precision 18; the command line says 20" in \
+        capsys.readouterr().err
 
 
 def test_predictions_tags_raw_and_testonly(tmp_path):
