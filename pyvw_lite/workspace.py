@@ -642,7 +642,8 @@ class Workspace:
     # ------------------------------------------------------------------ names (audit, invert_hash)
     def feature_names(self, batch: ParsedBatch, row: int):
         """(name, slot, value) of every flattened feature of one example, VW's audit names."""
-        from .io.vw_text import F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START, SEG_END
+        from .io.vw_text import (F_NAME_END, F_NAME_START, F_SVAL_END, F_SVAL_START, SEG_END,
+                                 SEG_FEND, SEG_FSTART, SEG_NAME_END, SEG_NAME_START, SEG_START)
         _, n, starts, slots, values, origins = next(self.expand(batch, np.array([row]), True))
         n = int(starts[1])
         namespace_of = {}

@@ -67,9 +67,9 @@ def expm1_pair(x):
 @kernel(inline="always")
 def _dyad_sums(s, U, V, r, derivative):
     """``¼ Σ (U expm1(-2rs) − V expm1(2rs))``, the dyads' part of ``p(s)``, or with
-    ``derivative`` ``½ Σ r (U e^{-2rs} + V e^{2rs})``, their part of ``−p'(s)``.  Zero-coefficient dyads are skipped, and a dyad with the
-    rate of the previous one (a scoring-filter-tree match: both competitors' dyads) reuses its
-    exponentials."""
+    ``derivative`` ``½ Σ r (U e^{-2rs} + V e^{2rs})``, their part of ``−p'(s)``.
+    Zero-coefficient dyads are skipped, and a dyad with the rate of the previous one (a
+    scoring-filter-tree match: both competitors' dyads) reuses its exponentials."""
     total = 0.0
     last = -1.0
     down = 0.0

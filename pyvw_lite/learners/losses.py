@@ -114,7 +114,8 @@ def logistic_delta_core(m0, c, e):
 
 @kernel(inline="always")
 def importance_aware_update(loss, p, y, scale, x2, aux):
-    """Exact update ``u`` (``aux`` from :func:`loss_terms`) after flow time ``scale = η·h`` along a feature vector of norm² ``x2``.
+    """Exact update ``u`` (``aux`` from :func:`loss_terms`) after flow time ``scale = η·h``
+    along a feature vector of norm² ``x2``.
 
     squared: ``(y−p)(1−e^{−2·scale·x2})/x2`` (never crosses the label);
     hinge: ``y·min(scale, (1−yp)/x2)`` (stops at the margin);
