@@ -31,3 +31,16 @@ def test_learn_one_equals_learn_many():
     probabilities = one.predict_proba_one(examples[0][0])
     assert set(probabilities) == {"1", "2", "3"} and abs(sum(probabilities.values()) - 1) < 1e-12
     assert one.predict_one(examples[0][0]) in {"1", "2", "3"}
+
+
+def test_a_malformed_example_raises_instead_of_vanishing():
+    import pytest
+    from pyvw_lite.workspace import ParseError
+    model = OnlineLearner("--loss_function logistic")
+    with pytest.raises(ParseError, match="label 'yes' is not a number"):
+        model.learn_one({"f": {"x": 1.0}}, "yes")
+    with pytest.raises(ParseError, match="'x:nan' is not finite"):
+        model.learn_one({"f": {"x": float("nan")}}, 1)
+    assert not model.workspace.weights.any()  # nothing was learned from either
+    lenient = OnlineLearner("--loss_function logistic", strict_parse=False)
+    assert lenient.learn_many([{"f": {"x": 1.0}}, {"f": {"x": 1.0}}], ["yes", 1]).shape == (1,)

@@ -3,6 +3,8 @@
 
 An example ``x`` is a dict of namespaces (``{"rater": {"r_1": 1.0}, "task": {"t_9": 1.0}}``),
 a flat dict of features (default namespace), or VW feature text (``"|rater r_1 |task t_9"``).
+A malformed example raises :class:`pyvw_lite.workspace.ParseError` (a ``ValueError``) unless
+the learner is made with ``strict_parse=False``.
 
     >>> from pyvw_lite.api.online import OnlineLearner
     >>> model = OnlineLearner("--loss_function logistic")
@@ -50,6 +52,9 @@ class OnlineLearner:
 
     def __init__(self, options: str = "", **keywords):
         from ..workspace import Workspace
+        # a malformed example (a label that is not a number, a NaN value) raises ParseError
+        # naming it: the CLI's skip-and-warn would drop it silently here, where nothing is shown
+        keywords.setdefault("strict_parse", True)
         self.workspace = Workspace(options, quiet=True, **keywords)
 
     def _line(self, x: Example, y: Any = None, weight: float = 1.0) -> str:
