@@ -85,6 +85,19 @@ def test_missing_column_is_a_clear_error():
         BatchEM().fit(pd.DataFrame({"task": [1], "label": [1]}))
 
 
+@pytest.mark.parametrize("aggregator", [BatchEM, OnlineEM, MajorityVote, OneCoinDawidSkene])
+@pytest.mark.parametrize("column,value", [("label", np.nan), ("task", None), ("worker", " ")])
+def test_a_missing_value_is_an_error_naming_its_row(aggregator, column, value):
+    """NaN, None or a blank id is refused with its row, not a TypeError from sorting or a
+    negative code from factorizing."""
+    from pyvw_lite.io.crowd_input import CrowdInputError
+    frame = pd.DataFrame({"task": ["a", "a", "b", "b"], "worker": ["u", "v", "u", "v"],
+                          "label": ["x", "y", "x", "y"]}, dtype=object)
+    frame.loc[2, column] = value
+    with pytest.raises(CrowdInputError, match=f"row 2: missing {column}"):
+        aggregator().fit_predict(frame)
+
+
 def test_hashed_online_memory_does_not_grow_with_workers():
     sizes = []
     for workers in (50, 20_000):

@@ -73,7 +73,9 @@ class _Aggregator:
 
     def _remember_types(self, data) -> None:
         _, _, labels, _ = _columns(data)
-        self._label_types = {str(value): value for value in np.unique(labels).tolist()}
+        # first-seen order, no sorting: a missing (NaN) label among strings must reach the
+        # located error of from_arrays, not a comparison error here
+        self._label_types = {str(value): value for value in dict.fromkeys(labels.tolist())}
 
     def fit_predict(self, data, true_labels=None):
         return self.fit(data, true_labels).labels_

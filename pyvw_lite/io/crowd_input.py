@@ -159,6 +159,12 @@ class Column:
     def of(cls, sequence) -> "Column":
         return cls(*_factorize(np.asarray(sequence, dtype=object)))
 
+    def missing(self) -> np.ndarray:
+        """Rows whose value is missing: None or NaN (pandas gives them code -1) or blank."""
+        blank = [k for k, value in enumerate(self.values.tolist()) if value is None
+                 or value != value or (isinstance(value, str) and not value.strip())]
+        return (self.codes < 0) | np.isin(self.codes, blank)
+
     def subset(self, keep: np.ndarray) -> "Column":
         """The rows where ``keep`` is set, factorized afresh (first appearance among them)."""
         return Column.of(self.values[self.codes[keep]])
@@ -166,11 +172,19 @@ class Column:
 
 def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: int | None = None,
                 label_names: list[str] | None = None, where: str = "data") -> CrowdData:
-    """Triples as three equal-length sequences (any hashable ids; labels compared as text)."""
+    """Triples as three equal-length sequences (any hashable ids; labels compared as text).
+    A missing value (None, NaN or blank) is an error naming its row (0-based)."""
     if not (len(tasks) == len(workers) == len(labels)):
         raise CrowdInputError(f"{where}: task, worker and label columns differ in length")
-    return from_columns(Column.of(tasks), Column.of(workers), Column.of(labels), gold=gold,
-                        n_labels=n_labels, label_names=label_names, where=where)
+    columns = [Column.of(values) for values in (tasks, workers, labels)]
+    for name, column in zip(("task", "worker", "label"), columns):
+        missing = column.missing()
+        if missing.any():
+            row = int(np.argmax(missing))
+            raise CrowdInputError(f"{where}: row {row}: missing {name} ({int(missing.sum())} "
+                                  "rows in all)")
+    return from_columns(*columns, gold=gold, n_labels=n_labels, label_names=label_names,
+                        where=where)
 
 
 def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict | None = None,
@@ -295,7 +309,7 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
                 columns[column] = Column(codes.astype(np.int64),
                                          np.asarray(uniques, dtype=object))
             del frame
-            if not _has_empty(columns):
+            if not any(column.missing().any() for column in columns.values()):
                 return columns, None
     if isinstance(source, io.BytesIO):
         source.seek(0)
@@ -327,12 +341,6 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
             lines.append(line_number)
     return ({column: Column.of(items) for column, items in values.items()},
             np.array(lines, dtype=np.int64))
-
-
-def _has_empty(columns: dict[str, Column]) -> bool:
-    """Whether a required value is empty (a short row reads as empty fields)."""
-    return any(str(value).strip() == "" for table in columns.values()
-               for value in table.values.tolist())
 
 
 def read_gold(path: str) -> dict:
