@@ -165,6 +165,21 @@ def test_malformed_rows_are_skipped_with_a_located_warning(tmp_path, capsys):
                         "integer (line: 'b -1 ann:x'); skipped"]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path, capsys):
+    """Spreadsheet exports start with a UTF-8 byte order mark; VW's parser skips it too."""
+    bom = "\ufeff"
+    path = tmp_path / "answers.csv"
+    path.write_text(bom + "task,worker,label\nx,u,yes\nx,v,yes\ny,u,no\ny,v,no\n",
+                    encoding="utf-8")
+    out = tmp_path / "p.csv"
+    code, err = run([str(path), "--batch", "-p", str(out)], capsys)
+    assert code == 0, err
+    assert [row[:2] for row in read_csv(out)[1:]] == [["x", "yes"], ["y", "no"]]
+    blocks = tmp_path / "items.txt"
+    blocks.write_text(bom + "a -1 ann:0 bob:1\n", encoding="utf-8")
+    assert read_answers(str(blocks), n_labels=2).task_names.tolist() == ["a"]
+
+
 def test_option_errors(answers, capsys):
     folder, _ = answers
     code, err = run([str(folder / "answers.csv"), "--priorz", "1,2"], capsys)

@@ -251,13 +251,13 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
 
 def _open_text(path: str):
     if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
     if not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
     if path.endswith(".gz"):
         import gzip
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def read_columns(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
@@ -275,7 +275,7 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
     name = "<stdin>" if path == "-" else path
     if path == "-":
         source = io.BytesIO(sys.stdin.buffer.read())
-        first_line = source.readline().decode("utf-8", "replace")
+        first_line = source.readline().decode("utf-8-sig", "replace")
         source.seek(0)
     else:
         with _open_text(path) as handle:
@@ -313,7 +313,7 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
                 return columns, None
     if isinstance(source, io.BytesIO):
         source.seek(0)
-        handle = io.TextIOWrapper(source, encoding="utf-8", newline="")
+        handle = io.TextIOWrapper(source, encoding="utf-8-sig", newline="")
     else:
         handle = _open_text(path)
     with handle:
