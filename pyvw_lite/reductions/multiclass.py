@@ -22,7 +22,9 @@ INVALID = -2
 
 def class_buffers(n_classes: int, mask: int, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A score per class and the slot offset of each class or node, ``(c · P_C) & mask`` (SPEC
-    §D.5; P_C = 1 under --vw_layout).  Made here, not in the kernels: the example loops run
+    §D.5, with the model's class stride ``P_C``: 1 unless an older model kept SPEC's spread
+    constant, see ``learners.gd.CLASS_STRIDE``; --vw_layout scales the feature hashes by W
+    instead).  Made here, not in the kernels: the example loops run
     without numba's reference counting (``_nrt=False``), which costs an atomic operation per
     array a call touches, so every buffer they use comes from the caller."""
     stride = int(params[P_CLASS_STRIDE])
