@@ -180,9 +180,9 @@ def from_arrays(tasks, workers, labels, *, gold: dict | None = None, n_labels: i
     for name, column in zip(("task", "worker", "label"), columns):
         missing = column.missing()
         if missing.any():
-            row = int(np.argmax(missing))
-            raise CrowdInputError(f"{where}: row {row}: missing {name} ({int(missing.sum())} "
-                                  "rows in all)")
+            row, count = int(np.argmax(missing)), int(missing.sum())
+            raise CrowdInputError(f"{where}: row {row}: missing {name}"
+                                  + (f" ({count} rows in all)" if count > 1 else ""))
     return from_columns(*columns, gold=gold, n_labels=n_labels, label_names=label_names,
                         where=where)
 
