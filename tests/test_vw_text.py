@@ -67,6 +67,12 @@ def test_importance_and_initial():
     ("1 |a x:1:2", vw_text.ERR_VALUE_TRAILING),
     ("1 |a x:nan", vw_text.ERR_VALUE_NOT_FINITE),
     ("1 |a x:inf", vw_text.ERR_VALUE_NOT_FINITE),
+    # finite doubles that overflow the C floats VW keeps them in (VW learns NaNs from them)
+    ("1e40 |a b", vw_text.ERR_BEYOND_FLOAT32),
+    ("1 1e39 |a b", vw_text.ERR_BEYOND_FLOAT32),
+    ("1 1 -1e39 |a b", vw_text.ERR_BEYOND_FLOAT32),
+    ("1 |a x:1e40", vw_text.ERR_BEYOND_FLOAT32),
+    ("1 |a:1e30 x:1e10", vw_text.ERR_SCALED_BEYOND_FLOAT32),
 ])
 def test_malformed_lines_are_flagged_with_location(line, code):
     batch = parse("1 |a ok\n" + line)

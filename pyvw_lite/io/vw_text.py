@@ -41,6 +41,8 @@ ERR_NAMESPACE_COLON = 6
 ERR_NAMESPACE_WEIGHT = 7
 ERR_VALUE_TRAILING = 8
 ERR_VALUE_NOT_FINITE = 9
+ERR_BEYOND_FLOAT32 = 10
+ERR_SCALED_BEYOND_FLOAT32 = 11
 
 ERROR_MESSAGES = {
     ERR_LABEL_NOT_NUMBER: "label {text!r} is not a number",
@@ -53,6 +55,10 @@ ERROR_MESSAGES = {
     ERR_NAMESPACE_WEIGHT: "namespace weight in {text!r} is not a finite number",
     ERR_VALUE_TRAILING: "feature value in {text!r} has trailing characters",
     ERR_VALUE_NOT_FINITE: "feature value in {text!r} is not finite",
+    ERR_BEYOND_FLOAT32: "{text!r} is beyond the float32 range (about 3.4e38) that VW's labels, "
+                        "weights and values live in",
+    ERR_SCALED_BEYOND_FLOAT32: "{text!r} times its namespace weight is beyond the float32 range "
+                               "(about 3.4e38)",
 }
 
 SPACE, TAB, BAR, COLON, CR, QUOTE = 32, 9, 124, 58, 13, 39
@@ -420,6 +426,8 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[0], tok_e[0])
                 if used != tok_e[0] - tok_s[0] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_LABEL_NOT_NUMBER, tok_s[0], tok_e[0])
+                elif not math.isfinite(_to_float32(value)):
+                    _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[0], tok_e[0])
                 ex_float[i, LABEL] = _to_float32(value)
             if n_tok > 1:
                 value, used = parse_number(buf, tok_s[1], tok_e[1])
@@ -427,11 +435,15 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                     _set_error(ex_int, i, ERR_BAD_IMPORTANCE, tok_s[1], tok_e[1])
                 elif value < 0.0 or math.isinf(value):
                     _set_error(ex_int, i, ERR_NEGATIVE_IMPORTANCE, tok_s[1], tok_e[1])
+                elif math.isinf(_to_float32(value)):
+                    _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[1], tok_e[1])
                 ex_float[i, WEIGHT] = _to_float32(value)
             if n_tok > 2:
                 value, used = parse_number(buf, tok_s[2], tok_e[2])
                 if used != tok_e[2] - tok_s[2] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_BAD_INITIAL, tok_s[2], tok_e[2])
+                elif not math.isfinite(_to_float32(value)):
+                    _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[2], tok_e[2])
                 ex_float[i, INITIAL] = _to_float32(value)
         # ---- namespace segments
         p = bar
@@ -507,6 +519,10 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                         else:
                             value = number
                 value = _to_float32(value * ns_weight)
+                if not math.isfinite(value):  # x:1e39, or a value times its namespace weight
+                    _set_error(ex_int, i, ERR_BEYOND_FLOAT32 if ns_weight == 1.0
+                               else ERR_SCALED_BEYOND_FLOAT32, fs, p)
+                    break
                 if fe == fs:
                     h = (ns_hash + anonymous) & 0xFFFFFFFF
                     anonymous += 1
