@@ -174,6 +174,9 @@ class Workspace:
         if (o.scores or o.probabilities) and (self.reduction is None
                                               or self.reduction.name == "ect"):
             raise OptionError("--scores and --probabilities need --oaa or --sft")
+        if o.probabilities and self.loss_name != "logistic":  # as VW warns
+            self._log("[warning] --probabilities should be used only with "
+                      f"--loss_function=logistic, currently using: {self.loss_name}")
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         from .reductions import active
         self.active = active.setup(o)

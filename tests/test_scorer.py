@@ -26,6 +26,17 @@ def test_oaa_scores_and_probabilities(flag, fixture, tmp_path):
         assert "average multiclass log loss = 2.420804" in err
 
 
+@pytest.mark.parametrize("loss,warned", [("squared", True), ("logistic", False)])
+def test_probabilities_warn_without_logistic_loss(loss, warned, tmp_path):
+    """As VW: the probabilities are a logistic link's, so other losses get VW's warning."""
+    out, _, _ = run_workspace(["-d", str(GOLDEN / "data" / "multiclass"), "--oaa", "10",
+                               "--probabilities", "--loss_function", loss,
+                               "-p", str(tmp_path / "p.txt")])
+    warning = ("[warning] --probabilities should be used only with --loss_function=logistic, "
+               f"currently using: {loss}")
+    assert (warning in out) == warned
+
+
 def test_binary_reports_signs_and_zero_one_loss(tmp_path):
     out = tmp_path / "p.txt"
     _, err, _ = run_workspace(["-d", str(HERE / "bin.vw"), "--binary", "-p", str(out)])
