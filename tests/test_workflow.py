@@ -52,6 +52,24 @@ def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
     assert code == 1 and "p.txt:1: class 3 outside 1..2" in err
 
 
+def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
+    """An empty --features cell is a missing feature, not a bad row; an empty label still is."""
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label,hour,site\nq1,ann,yes,3.5,\nq2,bob,no,,z\n"
+                       "q1,bob,yes,1,x\n")
+    out = tmp_path / "a.vw"
+    code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour,site"],
+                       capsys)
+    assert code == 0, err
+    assert out.read_text().splitlines() == [
+        "2 'q1 |rater r_ann |task t_q1 |hour hour:3.5",
+        "1 'q2 |rater r_bob |task t_q2 |site site_z",
+        "2 'q1 |rater r_bob |task t_q1 |hour hour:1 |site site_x"]
+    answers.write_text("task,worker,label,hour\nq1,ann,,3\n")
+    code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour"], capsys)
+    assert code == 1 and "a.csv:2: empty 'label'" in err
+
+
 def test_split_follows_the_hash_rule_and_reports_overlap(tmp_path):
     lines = [f"{k % 3 + 1} |rater r_{k % 7} |task t_{k % 50}" for k in range(2000)]
     source = tmp_path / "all.vw"

@@ -260,14 +260,15 @@ def _open_text(path: str):
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def read_columns(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
-                 ) -> dict[str, Column]:
-    """A CSV/TSV file with a header row; each required column factorized."""
-    return read_table(path, required, rows)[0]
+def read_columns(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
+                 optional: tuple[str, ...] = ()) -> dict[str, Column]:
+    """A CSV/TSV file with a header row; each required column factorized, and each optional
+    one (present in the header, but a row may leave it empty)."""
+    return read_table(path, required, rows, optional)[0]
 
 
-def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
-               ) -> tuple[dict[str, Column], np.ndarray | None]:
+def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
+               optional: tuple[str, ...] = ()) -> tuple[dict[str, Column], np.ndarray | None]:
     """:func:`read_columns` and each row's file line (None: row ``r`` is on line ``r + 2``).
 
     A row with the wrong number of fields or an empty required value goes to ``rows``: a file
@@ -283,10 +284,11 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
         source = path
     delimiter = "\t" if "\t" in first_line else ","
     header = [column.strip() for column in first_line.rstrip("\r\n").split(delimiter)]
-    missing = [column for column in required if column not in header]
+    wanted = tuple(required) + tuple(optional)
+    missing = [column for column in wanted if column not in header]
     if missing:
         raise CrowdInputError(f"{name}:1: missing column {missing[0]!r} (header: "
-                              f"{first_line.strip()!r}; expected {', '.join(required)})")
+                              f"{first_line.strip()!r}; expected {', '.join(wanted)})")
     try:
         import pandas as pd
     except ImportError:
@@ -304,12 +306,12 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
         if frame is not None:
             frame.columns = [str(column).strip() for column in frame.columns]
             columns = {}
-            for column in required:
+            for column in wanted:
                 codes, uniques = pd.factorize(frame[column], sort=False)
                 columns[column] = Column(codes.astype(np.int64),
                                          np.asarray(uniques, dtype=object))
             del frame
-            if not any(column.missing().any() for column in columns.values()):
+            if not any(columns[column].missing().any() for column in required):
                 return columns, None
     if isinstance(source, io.BytesIO):
         source.seek(0)
@@ -319,8 +321,8 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
     with handle:
         reader = csv.reader(handle, delimiter=delimiter)
         next(reader)
-        positions = [header.index(column) for column in required]
-        values: dict[str, list] = {column: [] for column in required}
+        positions = [header.index(column) for column in wanted]
+        values: dict[str, list] = {column: [] for column in wanted}
         lines = []
         for row in reader:
             line_number = reader.line_num
@@ -332,11 +334,11 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT
                             f"{len(row)} (line: {text!r})")
                 continue
             fields = [row[position].strip() for position in positions]
-            if "" in fields:
+            if "" in fields[:len(required)]:
                 rows.reject(f"{name}:{line_number}: empty {required[fields.index('')]!r} "
                             f"(line: {text!r})")
                 continue
-            for column, value in zip(required, fields):
+            for column, value in zip(wanted, fields):
                 values[column].append(value)
             lines.append(line_number)
     return ({column: Column.of(items) for column, items in values.items()},

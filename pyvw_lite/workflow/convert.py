@@ -45,7 +45,6 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
                 features: tuple[str, ...] = (), n_labels: int | None = None,
                 shuffle_seed: int | None = None) -> ConvertReport:
     """Write VW lines for every answer in ``answers`` (input order, or shuffled with a seed)."""
-    wanted = ("task", "worker", "label") + tuple(features)
     for reserved in ("rater", "task"):
         if reserved in features:
             raise CrowdInputError(f"--features: {reserved!r} is already a namespace")
@@ -55,7 +54,7 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
             raise CrowdInputError(f"{answers}: item blocks have no extra columns for --features")
         columns = _block_columns(read_blocks(answers))
     else:
-        columns = read_columns(answers, wanted)
+        columns = read_columns(answers, ("task", "worker", "label"), optional=tuple(features))
     label_names = choose_labels([str(v) for v in columns["label"].values.tolist()], n_labels,
                                  answers)
     index = label_index(label_names)
@@ -67,16 +66,17 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
     task = tasks[columns["task"].codes]
     parts = [labels.astype(object) + " '" + task + " |rater r_"
              + workers[columns["worker"].codes] + " |task t_" + task]
-    for name in features:
+    for name in features:  # an empty cell leaves the example without that namespace
         column = columns[name]
-        values = column.values
-        if _numeric(values):
-            cells = np.array([f" |{vw_token(name)} {vw_token(name)}:{value}"
-                              for value in values.tolist()], dtype=object)
-        else:
-            cells = np.array([f" |{vw_token(name)} {vw_token(name)}_{vw_token(value)}"
-                              for value in values.tolist()], dtype=object)
-        parts.append(cells[column.codes])
+        empty = np.zeros(column.values.size, dtype=bool)
+        empty[np.unique(column.codes[column.missing()])] = True
+        values = column.values.tolist()
+        numeric = _numeric([value for value, blank in zip(values, empty) if not blank])
+        cells = np.array(["" if blank else f" |{vw_token(name)} {vw_token(name)}:{value}"
+                          if numeric else f" |{vw_token(name)} {vw_token(name)}_{vw_token(value)}"
+                          for value, blank in zip(values, empty)], dtype=object)
+        codes = np.where(column.codes < 0, column.values.size, column.codes)
+        parts.append(np.append(cells, "")[codes])
     lines = parts[0]
     for extra in parts[1:]:
         lines = lines + extra
