@@ -29,7 +29,10 @@ class Option:
     group: str
     short: str | None = None
     choices: tuple[str, ...] | None = None
-    keep: bool = False  # stored in the model file and re-applied by -i
+    keep: bool = False  # stored in the model file (when given) and re-applied by -i
+    # it decides where the weights live (table size, hashing, classes, latent columns): a model
+    # keeps its value even when it was the default, and -i refuses another one
+    layout: bool = False
     metavar: str = ""
 
 
@@ -80,10 +83,10 @@ OPTIONS: tuple[Option, ...] = (
            "Holdout", metavar="N"),
     # feature space
     Option("bit_precision", INT, 18, "number of hash bits (weight table 2^b)", "Feature space",
-           short="b", keep=True, metavar="B"),
+           short="b", keep=True, layout=True, metavar="B"),
     Option("hash", STR, "strings", "how to hash feature names", "Feature space",
-           choices=("strings", "all"), keep=True),
-    Option("hash_seed", INT, 0, "seed of the feature hash", "Feature space", keep=True,
+           choices=("strings", "all"), keep=True, layout=True),
+    Option("hash_seed", INT, 0, "seed of the feature hash", "Feature space", keep=True, layout=True,
            metavar="N"),
     Option("noconstant", FLAG, False, "no constant (bias) feature", "Feature space", keep=True),
     Option("constant", FLOAT, 0.0, "initial weight of the constant feature", "Feature space",
@@ -133,8 +136,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="C0"),
     # dyadic learner
     Option("dyad", LIST, (), "pair namespace letters L and R in a low-rank term (repeatable)",
-           "Dyadic", keep=True, metavar="LR"),
-    Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, metavar="K"),
+           "Dyadic", keep=True, layout=True, metavar="LR"),
+    Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, layout=True,
+           metavar="K"),
     Option("dyad_plain", FLAG, False, "no shift: p = a·b instead of (1+a)·(1+b) - k", "Dyadic",
            keep=True),
     Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
@@ -155,15 +159,15 @@ OPTIONS: tuple[Option, ...] = (
            "polynomials (degree up to 16, mostly one step per update) or SPEC §B.6's RK4 with "
            "step doubling", "Dyadic", choices=("taylor", "rk4")),
     # multiclass reductions
-    Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True,
+    Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True, layout=True,
            metavar="K"),
     Option("ect", INT, 0, "filter tree over K classes (VW's error-correcting tournament with "
-           "--error 0)", "Multiclass", keep=True, metavar="K"),
-    Option("ft", INT, 0, "alias of --ect", "Multiclass", keep=True, metavar="K"),
+           "--error 0)", "Multiclass", keep=True, layout=True, metavar="K"),
+    Option("ft", INT, 0, "alias of --ect", "Multiclass", keep=True, layout=True, metavar="K"),
     Option("error", INT, 0, "errors the tournament corrects (only 0 is supported)", "Multiclass",
            metavar="E"),
     Option("sft", INT, 0, "scoring filter tree over K classes", "Multiclass", keep=True,
-           metavar="K"),
+           layout=True, metavar="K"),
     Option("scores", FLAG, False, "--oaa/--sft: write every class score (class:score ...)",
            "Multiclass"),
     Option("probabilities", FLAG, False, "--oaa/--sft: write class probabilities and report "
@@ -174,7 +178,7 @@ OPTIONS: tuple[Option, ...] = (
            "Multiclass", keep=True, choices=("0", "1"), metavar="0|1"),
     Option("vw_layout", FLAG, False, "--oaa/--ect weights where VW puts them (feature i, class j "
            "at i*W + j): VW's predictions exactly, with VW's 2^b/W feature buckets",
-           "Multiclass", keep=True),
+           "Multiclass", keep=True, layout=True),
     # scale-out
     Option("executor", STR, None, "learn on shards, averaging after each pass: serial, "
            "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="SPEC"),
@@ -219,6 +223,12 @@ class Options:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
+
+    def kept_values(self) -> dict[str, Any]:
+        """The layout options with their values, given or default: a model keeps them all, as a
+        default -b 18 or --rank 1 must not be changed under it on loading."""
+        return {opt.name: list(self._values[opt.name]) if opt.kind == LIST
+                else self._values[opt.name] for opt in OPTIONS if opt.layout}
 
     def kept_argv(self) -> list[str]:
         """The options that define a model, as argv (stored in model files)."""

@@ -28,7 +28,7 @@ from .jit import announce_compile
 from .learners import gd
 from .learners.dyadic import RK4, TAYLOR
 from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
-from .options import OptionError, Options, options_from, parse_argv
+from .options import BY_NAME, FLAG, LIST, OptionError, Options, options_from, parse_argv
 from .reductions import interactions as interactions_mod
 
 
@@ -59,6 +59,20 @@ def _prefetch(iterator: Iterator, enabled: bool = True) -> Iterator:
                 return
             future = pool.submit(next, iterator, None)
             yield item
+
+
+def _shown(opt, value, bare: bool = False) -> str:
+    """An option's value as a command line would give it (``with``/``without`` for flags)."""
+    if opt.kind == FLAG:
+        text = f"--{opt.name}" if value else f"without --{opt.name}"
+        return text if bare or not value else "with " + text
+    if not bare and not value and value == opt.default:  # --oaa 0, no -q: the option's "off"
+        return f"without --{opt.name}" + (f" (default {value!r})" if value is not None
+                                          and opt.kind != LIST else "")
+    if opt.kind == LIST:
+        return " ".join(f"--{opt.name} {item}" for item in value) if bare else \
+            "with " + " ".join(f"--{opt.name} {item}" for item in value)
+    return f"{value!r}" if bare else f"with --{opt.name} {value!r}"
 
 
 class Workspace:
@@ -103,18 +117,28 @@ class Workspace:
     # ------------------------------------------------------------------ configuration
     @staticmethod
     def _merge_model_options(options: Options, model: ModelData) -> Options:
-        """Options stored in a model are re-applied; a conflicting command-line value is an error."""
+        """Options stored in a model are re-applied; a conflicting command-line value is an error.
+
+        A model keeps the value of every model-defining option (``state["kept"]``), defaults
+        included; older models kept only the options given when they were trained."""
         stored = parse_argv(model.options)
+        kept = dict(model.state.get("kept", {}))
+        for name in stored.given:
+            kept.setdefault(name, getattr(stored, name))
         merged = options.as_dict()
         given = set(options.given)
-        for name in stored.given:
-            value = getattr(stored, name)
-            if name in options.given and getattr(options, name) != value:
-                flag = "--" + name
-                raise OptionError(f"{options.initial_regressor}: the model was trained with "
-                                  f"{flag} {value!r}; the command line says {getattr(options, name)!r}")
+        for name, value in kept.items():
+            opt = BY_NAME[name]
+            if opt.kind == LIST:
+                value = tuple(value)
+            current = getattr(options, name)
+            if name in options.given and (tuple(current) if opt.kind == LIST else current) != value:
+                raise OptionError(f"{options.initial_regressor}: the model was trained "
+                                  f"{_shown(opt, value)}; the command line says "
+                                  f"{_shown(opt, current, bare=True)}")
             merged[name] = value
-            given.add(name)
+            if name in stored.given or value != opt.default:
+                given.add(name)
         return Options(merged, given)
 
     def _configure(self) -> None:
@@ -605,10 +629,8 @@ class Workspace:
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}
         if self.dyadic is not None:
             arrays["touched"] = np.packbits(self.touched)
-        options = self.options.kept_argv()
-        if "bit_precision" not in self.options.given:  # the table size defines every model
-            options += ["--bit_precision", str(self.bits)]
-        return ModelData(options=options, state=state, arrays=arrays)
+        state["kept"] = self.options.kept_values()
+        return ModelData(options=self.options.kept_argv(), state=state, arrays=arrays)
 
     def save(self, path: str, predict_only: bool | None = None) -> None:
         """Write the model to ``path`` atomically."""

@@ -110,13 +110,23 @@ def test_kept_options_come_back_and_conflicts_are_refused(rater_task_file, tmp_p
     assert ws.bits == 20 and ws.interactions.terms == ["rt"]
     assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18"]) == 1
     assert "trained with --bit_precision" in capsys.readouterr().err
-    # the default -b is kept too: a 2^18 table read into 2^20 rows would put most weights where
-    # no feature looks (VW refuses the same: "Disagreeing option values for 'bit_precision'")
-    run_workspace(["-d", str(rater_task_file), "-f", str(model), "--quiet"])
-    assert Workspace(f"-i {model} --quiet").bits == 18
-    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "20", "--quiet"]) == 1
-    assert "trained with --bit_precision 18; the command line says 20" in \
-        capsys.readouterr().err
+    # the layout options keep their defaults too: a 2^18 table read into 2^20 rows would put
+    # most weights where no feature looks (VW refuses the same: "Disagreeing option values for
+    # 'bit_precision'"), another --hash_seed would hash every feature elsewhere, another --rank
+    # or a reduction reshape the table; output and learning flags may still be added
+    run_workspace(["-d", str(rater_task_file), "--dyad", "rt", "-f", str(model), "--quiet"])
+    ws = Workspace(f"-i {model} --quiet")
+    assert ws.bits == 18 and ws.options.rank == 1 and "bit_precision" not in ws.options.given
+    for flags, message in [(["-b", "20"], "trained with --bit_precision 18; the command line "
+                                          "says 20"),
+                           (["--hash_seed", "3"], "trained without --hash_seed (default 0); the "
+                                                  "command line says 3"),
+                           (["--rank", "2"], "trained with --rank 1; the command line says 2"),
+                           (["--oaa", "3"], "trained without --oaa (default 0)")]:
+        assert main(["-d", str(rater_task_file), "-i", str(model), *flags, "--quiet"]) == 1
+        assert message in capsys.readouterr().err
+    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18", "--rank", "1",
+                 "--loss_function", "logistic", "--quiet"]) == 0
 
 
 def test_predictions_tags_raw_and_testonly(tmp_path):
