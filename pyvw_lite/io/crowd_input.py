@@ -199,19 +199,18 @@ def from_columns(tasks: Column, workers: Column, labels: Column, *, gold: dict |
     if label_names is None:
         label_names = choose_labels(label_texts, n_labels, where)
     index = label_index(label_names)
-    lookup = np.array([index.get(value, -1) for value in label_texts], dtype=np.int64)
-    if (lookup < 0).any():
-        unknown = lookup[labels.codes] < 0
+    known = np.array([value in index for value in label_texts])
+    if not known.all():
+        unknown = ~known[labels.codes]
         for row in np.flatnonzero(unknown):
             line = int(lines[row]) if lines is not None else int(row) + first_line
             rows.reject(f"{where}:{line}: unknown label {label_texts[labels.codes[row]]!r} "
                         f"(labels: {', '.join(label_names)})")
-        keep = ~unknown
-        if not keep.any():
+        if unknown.all():
             raise CrowdInputError(f"{where}: no answers")
-        tasks, workers, labels = tasks.subset(keep), workers.subset(keep), labels.subset(keep)
-        lookup = np.array([index[str(value)] for value in labels.values.tolist()],
-                          dtype=np.int64)
+        tasks, workers, labels = (column.subset(~unknown) for column in (tasks, workers, labels))
+        label_texts = [str(value) for value in labels.values.tolist()]
+    lookup = np.array([index[value] for value in label_texts], dtype=np.int64)
     order, item_start = _group_by_item(tasks.codes, len(tasks.values))
     data = CrowdData(task_names=tasks.values, worker_names=workers.values,
                      label_names=list(label_names), item_start=item_start,
