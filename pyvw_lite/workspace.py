@@ -61,18 +61,15 @@ def _prefetch(iterator: Iterator, enabled: bool = True) -> Iterator:
             yield item
 
 
-def _shown(opt, value, bare: bool = False) -> str:
-    """An option's value as a command line would give it (``with``/``without`` for flags)."""
+def _shown(opt, value) -> str:
+    """An option's value as an error shows it: ``with --rank 1``, ``without --oaa``."""
+    if not value and (opt.kind == FLAG or value == opt.default):
+        return f"without --{opt.name}"
     if opt.kind == FLAG:
-        text = f"--{opt.name}" if value else f"without --{opt.name}"
-        return text if bare or not value else "with " + text
-    if not bare and not value and value == opt.default:  # --oaa 0, no -q: the option's "off"
-        return f"without --{opt.name}" + (f" (default {value!r})" if value is not None
-                                          and opt.kind != LIST else "")
+        return f"with --{opt.name}"
     if opt.kind == LIST:
-        return " ".join(f"--{opt.name} {item}" for item in value) if bare else \
-            "with " + " ".join(f"--{opt.name} {item}" for item in value)
-    return f"{value!r}" if bare else f"with --{opt.name} {value!r}"
+        return "with " + " ".join(f"--{opt.name} {item}" for item in value)
+    return f"with --{opt.name} {value!r}"
 
 
 class Workspace:
@@ -119,8 +116,8 @@ class Workspace:
     def _merge_model_options(options: Options, model: ModelData) -> Options:
         """Options stored in a model are re-applied; a conflicting command-line value is an error.
 
-        A model keeps the value of every model-defining option (``state["kept"]``), defaults
-        included; older models kept only the options given when they were trained."""
+        A model keeps the value of every layout option (``state["kept"]``), defaults included;
+        other kept options, and every option of older models, only when they were given."""
         stored = parse_argv(model.options)
         kept = dict(model.state.get("kept", {}))
         for name in stored.given:
@@ -134,8 +131,7 @@ class Workspace:
             current = getattr(options, name)
             if name in options.given and (tuple(current) if opt.kind == LIST else current) != value:
                 raise OptionError(f"{options.initial_regressor}: the model was trained "
-                                  f"{_shown(opt, value)}; the command line says "
-                                  f"{_shown(opt, current, bare=True)}")
+                                  f"{_shown(opt, value)}, not {_shown(opt, current)}")
             merged[name] = value
             if name in stored.given or value != opt.default:
                 given.add(name)
