@@ -167,17 +167,17 @@ def _prefetch_intrinsic():
 
     @intrinsic
     def prefetch_row(typingctx, array, row):
-        """Ask the CPU to start loading row ``row`` of a 2-D array into its caches
-        (``llvm.prefetch``: a hint; it never faults and changes nothing)."""
-        if not (isinstance(array, types.Array) and array.ndim == 2
+        """Ask the CPU to start loading row ``row`` of a 2-D array (element ``row`` of a 1-D
+        one) into its caches (``llvm.prefetch``: a hint; it never faults and changes nothing)."""
+        if not (isinstance(array, types.Array) and array.ndim in (1, 2)
                 and isinstance(row, types.Integer)):
             return None
 
         def codegen(context, builder, signature, args):
             aryty = signature.args[0]
             ary = context.make_array(aryty)(context, builder, args[0])
-            zero = context.get_constant(types.intp, 0)
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], zero],
+            index = [args[1]] + [context.get_constant(types.intp, 0)] * (aryty.ndim - 1)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, index,
                                            wraparound=False)
             byte_ptr = ir.IntType(8).as_pointer()
             i32 = ir.IntType(32)

@@ -261,6 +261,8 @@ SERIES_ORDER = 16  # degree of the Taylor polynomial of s(τ) taken per step
 # of k·s_k, of p and (logistic) of z = e^{±yp}, w = 1/(1 + z); then per rate the series of
 # ¼ΣU e^{-2rs} and ¼ΣV e^{2rs}
 _RATE, _DOWN, _UP, _S, _KS, _P, _Z, _W, _EXPS = range(9)
+# 1/k for the series' recurrences (a division per term was the solver's slowest instruction)
+_INVERSE = np.array([0.0] + [1.0 / k for k in range(1, SERIES_ORDER + 2)])
 
 
 @kernel
@@ -326,7 +328,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
                 total = 0.0
                 for j in range(1, k + 1):
                     total += j * series[_P, j] * series[_Z, k - j]
-                series[_Z, k] = flip * y * total / k
+                series[_Z, k] = flip * y * total * _INVERSE[k]
                 total = 0.0
                 for j in range(1, k + 1):
                     total += series[_Z, j] * series[_W, k - j]
@@ -336,7 +338,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
             else:  # −y·z/(1 + z) = −y·(1 − w)
                 slope = -y * (series[_Z, 0] * series[_W, 0] if k == 0 else -series[_W, k])
         kk = k + 1
-        series[_S, kk] = slope / kk
+        series[_S, kk] = slope * _INVERSE[kk]
         series[_KS, kk] = slope
         if kk == 1:
             tolerance = max(atol, rtol * abs(series[_S, 1]) * room)
@@ -348,7 +350,7 @@ def _taylor_advance(loss, s, p, room, y, X, rtol, atol, series, rates):
             break
         dp = -X * series[_S, kk]
         for q in range(rates):
-            beta = 2.0 * series[_RATE, q] / kk
+            beta = 2.0 * series[_RATE, q] * _INVERSE[kk]
             row = _EXPS + 2 * q  # ¼ΣU e^{-2rs}, then ¼ΣV e^{2rs}
             total_down = 0.0
             total_up = 0.0

@@ -57,8 +57,8 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     caps = 0
     for e in range(rows.shape[0]):
         first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
-                                           slots, values, feat_hash, feat_value, ranges, offsets,
-                                           rank, shift, mask, initials, a, b, scores)
+                                           touched, slots, values, feat_hash, feat_value, ranges,
+                                           offsets, rank, shift, mask, initials, a, b, scores)
         predicted_class(scores, e, out_pred, out_scores, record_scores)
         truth = classes[e]
         importance = importances[e]

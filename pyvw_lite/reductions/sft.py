@@ -128,8 +128,8 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
     caps = 0
     for e in range(rows.shape[0]):
         first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
-                                           slots, values, feat_hash, feat_value, ranges, offsets,
-                                           rank, shift, mask, initials, a, b, scores)
+                                           touched, slots, values, feat_hash, feat_value, ranges,
+                                           offsets, rank, shift, mask, initials, a, b, scores)
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
                                    importances, holdout, training, state)
         if truth < 0:
