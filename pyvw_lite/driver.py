@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from .io import cache as cache_io
-from .io.atomic import atomic_write
+from .io.atomic import atomic_write, refuse_overwriting
 from .io.progress import LiveBar, ProgressTable, use_live_bar
 from .io.source import LineChunks
 from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
@@ -71,6 +71,17 @@ class Driver:
             self.ws._log(f"[info] {path} was made from other data or options; rebuilding it")
             return path, False
         return path, True
+
+    def _refuse_overwriting(self) -> None:
+        """No output may be the data file or another output (a cache counts as an output: it
+        is written whenever it is not current)."""
+        o = self.o
+        cache = o.cache_file or (o.data + ".cache" if o.cache and o.data not in (None, "-")
+                                 else None)
+        refuse_overwriting([("-d", o.data)],
+                           [("-f", o.final_regressor), ("-p", o.predictions),
+                            ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
+                            ("--invert_hash", o.invert_hash), ("--cache_file", cache)])
 
     def _cache_settings(self) -> dict:
         return {"format": cache_io.FORMAT, "hash_seed": self.o.hash_seed,
@@ -173,6 +184,7 @@ class Driver:
             raise OptionError("--invert_hash needs a single pass over text input (no cache)")
         if o.save_resume:
             ws._log("[info] --save_resume is deprecated: models always keep their learning state")
+        self._refuse_overwriting()
         cache_path, read_cache = self._cache_plan()
         text_source = None
         if not read_cache:

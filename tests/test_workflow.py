@@ -70,6 +70,49 @@ def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
     assert code == 1 and "a.csv:2: empty 'label'" in err
 
 
+@pytest.mark.parametrize("make_args, message", [
+    (lambda d: [str(d / "t.vw"), "-p", str(d / "t.vw")], "-p {d}/t.vw is the -d file"),
+    (lambda d: ["-d", str(d / "t.vw"), "-f", str(d / "t.vw")], "-f {d}/t.vw is the -d file"),
+    (lambda d: ["-d", str(d / "t.vw"), "--cache_file", str(d / "t.vw")],
+     "--cache_file {d}/t.vw is the -d file"),
+    (lambda d: ["-d", str(d / "t.vw"), "-p", str(d / "p.txt"), "-r", str(d / "sub/../p.txt")],
+     "-r {d}/sub/../p.txt is the -p file too"),
+    (lambda d: ["split", str(d / "t.vw"), "--train", str(d / "a.vw"), "--test", str(d / "a.vw")],
+     "--test {d}/a.vw is the --train file too"),
+    (lambda d: ["split", str(d / "t.vw"), "--train", str(d / "t.vw"), "--test", str(d / "b.vw")],
+     "--train {d}/t.vw is the source file"),
+    (lambda d: ["convert", str(d / "a.csv"), "-o", str(d / "a.csv")], "-o {d}/a.csv is the source"),
+    (lambda d: ["convert", str(d / "a.csv"), "-o", str(d / "o.vw"), "--map", str(d / "o.vw")],
+     "--map {d}/o.vw is the -o file too"),
+    (lambda d: ["crowd", str(d / "a.csv"), "-p", str(d / "a.csv")], "-p {d}/a.csv is the answers"),
+    (lambda d: ["crowd", str(d / "a.csv"), "--truth", str(d / "truth.csv"), "-f",
+                str(d / "truth.csv")], "-f {d}/truth.csv is the --truth file"),
+])
+def test_no_output_overwrites_an_input_or_another_output(make_args, message, tmp_path, capsys):
+    """A typo such as ``-p`` for ``-d`` would replace the data with predictions: refused before
+    anything is written, every file left as it was."""
+    (tmp_path / "sub").mkdir()
+    files = {"t.vw": "1 |rater r_1 |task t_1\n-1 |rater r_2 |task t_1\n",
+             "a.csv": "task,worker,label\n1,a,x\n1,b,y\n", "truth.csv": "task,label\n1,x\n",
+             "p.txt": "old\n", "a.vw": "old\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    code, _, err = cli(make_args(tmp_path), capsys)
+    assert code == 1
+    assert message.format(d=tmp_path) in err
+    assert {name: (tmp_path / name).read_text() for name in files} == files
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*files, "sub"])
+
+
+def test_repeated_special_outputs_and_a_model_saved_over_itself_are_allowed(tmp_path, capsys):
+    data = tmp_path / "t.vw"
+    data.write_text("1 |rater r_1 |task t_1\n-1 |rater r_2 |task t_1\n")
+    model = tmp_path / "m.pvw"
+    assert cli(["-d", str(data), "-p", "/dev/null", "-r", "/dev/null", "--quiet"], capsys)[0] == 0
+    assert cli(["-d", str(data), "-f", str(model), "--quiet"], capsys)[0] == 0
+    assert cli(["-d", str(data), "-i", str(model), "-f", str(model), "--quiet"], capsys)[0] == 0
+
+
 def test_split_follows_the_hash_rule_and_reports_overlap(tmp_path):
     lines = [f"{k % 3 + 1} |rater r_{k % 7} |task t_{k % 50}" for k in range(2000)]
     source = tmp_path / "all.vw"

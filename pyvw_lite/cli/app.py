@@ -4,6 +4,7 @@ from __future__ import annotations
 import typer
 
 from ..crowd.defaults import DEFAULTS
+from ..io.atomic import refuse_overwriting
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
@@ -201,6 +202,9 @@ def convert(
     from ..workflow.convert import crowd_to_vw, predictions_to_labels
 
     def action():
+        maps = [("--map", label_map)]
+        refuse_overwriting([("source", source)] + (maps if back else []),
+                           [("-o", out)] + ([] if back else maps))
         if back:
             if not label_map:
                 raise ValueError("--back needs --map (the label map written by convert)")
@@ -231,6 +235,7 @@ def split(
     from ..workflow.split import split_file
 
     def action():
+        refuse_overwriting([("source", source)], [("--train", train), ("--test", test)])
         r = split_file(source, train, test, test_fraction, seed)
         typer.echo(f"train = {r.train_lines} lines ({train})\ntest = {r.test_lines} lines "
                    f"({test})\ntest raters also in train = {r.test_raters_in_train} of "

@@ -39,6 +39,40 @@ def _inherited_descriptor(path: str) -> int | None:
     return None
 
 
+def _identity(path: str):
+    """What makes two paths one file: device and inode when it exists, else the resolved path."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    return ("file", status.st_dev, status.st_ino)
+
+
+def refuse_overwriting(inputs, outputs) -> None:
+    """Refuse a run that would write over one of its inputs or write two outputs to one file.
+
+    ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  ``-`` and special
+    files (``/dev/stdout``, ``/dev/null``, pipes) may repeat.  A model read with ``-i`` and
+    saved with ``-f`` to the same file is not an input here: it is read whole before the run,
+    and the atomic write replaces it only at the end (VW's way of continuing a model)."""
+    seen: dict = {}
+    for role, pairs in (("input", inputs), ("output", outputs)):
+        for flag, path in pairs:
+            if not path or path == "-" or _is_special(path):
+                continue
+            key = _identity(path)
+            if key in seen:
+                first_flag, first_role = seen[key]
+                if role == "input":
+                    continue  # one file read twice
+                if first_role == "input":
+                    raise ValueError(f"{flag} {path} is the {first_flag} file: the run would "
+                                     "write over its input")
+                raise ValueError(f"{flag} {path} is the {first_flag} file too: two outputs "
+                                 "cannot share a file")
+            seen[key] = (flag, role)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, binary: bool = True):
     if path == "-" or _is_special(path):
