@@ -1,5 +1,6 @@
 """Predictions match VW 9.11.9's (stored with -p) for every update flag set, loss and importance
-weights {0.3, 1, 2.5, 7} (VW_FACTS §4's verification list, plus --noconstant and --constant)."""
+weights {0.3, 1, 2.5, 7} (VW_FACTS §4's verification list, plus --noconstant, --constant and
+--ignore_linear with -q)."""
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ CONFIGS = {
     "initial_t_5": "--initial_t 5", "l2_p1_t10": "-l 2 --power_t 1 --initial_t 10",
     "sgd_l0.1_p0": "--sgd -l 0.1 --power_t 0", "sgd_l1": "--sgd -l 1",
     "noconstant": "--noconstant", "constant_2": "--constant 2",
+    "ignore_linear_T_qTf": "--ignore_linear T -q Tf",
 }
 # Non-invariant updates with large importance weights amplify rounding: VW computes in float32,
 # we in float64 (weights stored as float32), so these drift apart by up to ~1e-3 while every

@@ -106,5 +106,14 @@ def test_duplicate_interactions_are_removed_unless_asked():
 def test_ignore_and_keep_drop_namespaces_by_first_letter():
     assert "a^x" not in audit_slots("--ignore a", "|apple x |b y")
     assert "b^y" in audit_slots("--ignore a", "|apple x |b y")
+    linear_off = audit_slots("--ignore_linear a -q ab", "|apple x |b y")
+    assert "apple^x" not in linear_off and "b^y" in linear_off
+    assert linear_off["apple^x*b^y"] == audit_slots("-q ab", "|apple x |b y")["apple^x*b^y"]
+    assert "apple^x*b^y" not in audit_slots("--ignore a --ignore_linear a -q ab", "|apple x |b y")
+    # VW's driver lines, letters ascending
+    assert Workspace("--ignore rx --ignore_linear tr --keep t --keep r --quiet").interactions \
+        .messages == ["ignoring namespaces beginning with: r x",
+                      "ignoring linear terms for namespaces beginning with: r t",
+                      "using namespaces beginning with: r t"]
     kept = audit_slots("--keep b", "|apple x |b y | z")
     assert "b^y" in kept and "z" not in kept and "apple^x" not in kept

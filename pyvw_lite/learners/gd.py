@@ -55,12 +55,15 @@ P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_C
     P_DYAD_SEED = range(14)
 PARAM_SIZE = 14
 WILDCARD = 58  # ':' in -q / --interactions
+# flags of a namespace letter in the ``ignore`` table: left out everywhere (--ignore, --keep),
+# or from the linear terms only (--ignore_linear: its features still enter interactions)
+IGNORED, LINEAR_IGNORED = 1, 2
 
 
 @kernel
 def _namespace_range(seg, s0, s1, byte, ignore):
     """Feature range of namespace letter ``byte`` in one example (segments are grouped)."""
-    if ignore[byte]:
+    if ignore[byte] == IGNORED:
         return 0, 0
     start = -1
     end = -1
@@ -80,7 +83,7 @@ def _present_bytes(seg, s0, s1, ignore, out):
     n = 0
     for s in range(s0, s1):
         b = seg[s, SEG_BYTE]
-        if ignore[b]:
+        if ignore[b] == IGNORED:
             continue
         seen = False
         for k in range(n):
@@ -163,7 +166,7 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
         if n + ex_int[row, FEAT_END] - ex_int[row, FEAT_START] + 1 > capacity:
             return e
         for s in range(s0, s1):
-            if ignore[seg[s, SEG_BYTE]]:
+            if ignore[seg[s, SEG_BYTE]] != 0:  # IGNORED or LINEAR_IGNORED
                 continue
             for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
                 slots[n] = (np.int64(feat_hash[j]) * multiplier) & mask

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..learners.gd import IGNORED, LINEAR_IGNORED
 from ..options import OptionError, Options
 
 WILDCARD = ":"
@@ -78,19 +79,39 @@ def setup(options: Options) -> Interactions:
     for k, (_, raw) in enumerate(terms):
         array[k, :len(raw)] = list(raw)
         width[k] = len(raw)
+    messages += namespace_messages(options)
     return Interactions([t for t, _ in terms], array, width, messages, warnings)
 
 
+def _letters_of(options: Options, name: str) -> list[int]:
+    """The distinct namespace bytes an option's values name, ascending."""
+    return sorted({b for letters in getattr(options, name) for b in letters.encode("latin-1",
+                                                                                  "replace")})
+
+
 def namespace_mask(options: Options) -> np.ndarray:
-    """256 flags, 1 = namespace letter ignored (``--ignore``, or not in ``--keep``)."""
+    """256 flags per namespace letter: ``IGNORED`` (``--ignore``, or not in ``--keep``),
+    ``LINEAR_IGNORED`` (``--ignore_linear``: no linear terms, interactions keep it) or 0."""
     ignore = np.zeros(256, dtype=np.uint8)
-    for letters in options.ignore:
-        for b in letters.encode("latin-1", "replace"):
-            ignore[b] = 1
+    for b in _letters_of(options, "ignore_linear"):
+        ignore[b] = LINEAR_IGNORED
+    for b in _letters_of(options, "ignore"):
+        ignore[b] = IGNORED
     if options.keep:
-        keep = np.zeros(256, dtype=np.uint8)
-        for letters in options.keep:
-            for b in letters.encode("latin-1", "replace"):
-                keep[b] = 1
-        ignore |= 1 - keep
+        keep = np.zeros(256, dtype=bool)
+        keep[_letters_of(options, "keep")] = True
+        ignore[~keep] = IGNORED
     return ignore
+
+
+def namespace_messages(options: Options) -> list[str]:
+    """VW's driver lines for --ignore, --ignore_linear and --keep (letters ascending)."""
+    lines = []
+    for name, text in (("ignore", "ignoring namespaces"),
+                       ("ignore_linear", "ignoring linear terms for namespaces"),
+                       ("keep", "using namespaces")):
+        letters = _letters_of(options, name)
+        if letters:
+            lines.append(f"{text} beginning with: "
+                         + " ".join(bytes([b]).decode("latin-1") for b in letters))
+    return lines
