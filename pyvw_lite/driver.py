@@ -19,7 +19,7 @@ from .jit import announce_compile
 from .learners import gd
 from .learners.losses import loss_value
 from .options import OptionError
-from .workspace import Workspace, _prefetch, format_prediction
+from .workspace import ParseError, Workspace, _prefetch, format_prediction
 
 
 def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
@@ -71,6 +71,13 @@ class Driver:
             self.ws._log(f"[info] {path} was made from other data or options; rebuilding it")
             return path, False
         return path, True
+
+    def _damaged_input(self, message: str) -> None:
+        """A damaged .gz data file: its readable lines are learned, the rest is reported (or
+        fatal under --strict_parse)."""
+        if self.o.strict_parse:
+            raise ParseError(message)
+        self.ws._log(f"[warning] {message}")
 
     def _refuse_overwriting(self) -> None:
         """No output may be the data file or another output (a cache counts as an output: it
@@ -188,7 +195,7 @@ class Driver:
         cache_path, read_cache = self._cache_plan()
         text_source = None
         if not read_cache:
-            text_source = LineChunks(o.data)
+            text_source = LineChunks(o.data, damaged=self._damaged_input)
         for line in ws.interactions.warnings:
             ws._log(f"[warning] {line}")
         if self.err is not None:
@@ -215,7 +222,7 @@ class Driver:
                     tracker = reader
                 else:
                     if pass_index > 0:
-                        text_source = LineChunks(o.data)
+                        text_source = LineChunks(o.data, damaged=self._damaged_input)
                     if cache_path:
                         cache_writer = cache_io.CacheWriter(cache_path, self._cache_settings())
                     batches = _prefetch(self._text_batches(text_source, bool(o.audit or o.invert_hash)))

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from pyvw_lite.io import vw_text
 from pyvw_lite.io.vw_text import (EMPTY, INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END,
                                   TAG_START, WEIGHT, describe_error, parse_buffer, split_lines)
-from pyvw_lite.workspace import Workspace
+from pyvw_lite.workspace import ParseError, Workspace
 
 
 def parse(text: bytes | str, **kw):
@@ -167,3 +167,70 @@ def test_line_chunks_grow_from_the_first_size_and_keep_every_line(tmp_path, comp
     longest = max(len(line) for line in lines) + 1
     assert sizes[0] <= 128 and all(a < b for a, b in zip(sizes[:5], sizes[1:5]))
     assert 2048 - longest < max(sizes) <= 2048 + longest  # a read plus the carried partial line
+
+
+def _gz_lines(path, **options):
+    from pyvw_lite.io.source import LineChunks
+    seen = []
+    for buf, starts, ends, _ in LineChunks(str(path), chunk_bytes=4096, first_bytes=256,
+                                           **options):
+        seen += [bytes(buf[s:e]).decode() for s, e in zip(starts, ends)]
+    return seen
+
+
+def test_gzip_members_and_zero_padding_read_like_gunzip(tmp_path):
+    import gzip
+    lines = [f"{k % 2} |a x{k} y{k * 7}" for k in range(3000)]
+    half = len(lines) // 2
+    path = tmp_path / "two.vw.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines[:half]) + "\n").encode())
+                     + gzip.compress(("\n".join(lines[half:]) + "\n").encode()) + b"\0" * 64)
+    assert _gz_lines(path) == lines
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_a_damaged_gzip_gives_its_whole_lines_before_the_damage_and_says_so(tmp_path, damage):
+    """VW reads what it can of a damaged .gz in silence; here the lines before the damage come
+    back (never a line cut short), and the report names the file and the last line read."""
+    import gzip
+    import random
+    lines = [f"{k % 2} |a x{random.Random(k).random()}" for k in range(20000)]
+    data = bytearray(gzip.compress(("\n".join(lines) + "\n").encode()))
+    if damage == "truncated":
+        data = data[:len(data) // 2]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    path = tmp_path / "d.vw.gz"
+    path.write_bytes(bytes(data))
+    reports = []
+    seen = _gz_lines(path, damaged=reports.append)
+    assert len(reports) == 1
+    assert reports[0].startswith(f"{path}: ")
+    assert ("ends early" if damage == "truncated" else "corrupt compressed data") in reports[0]
+    assert f"after line {len(seen)}" in reports[0]
+    assert len(seen) > 1000
+    if damage == "truncated":
+        assert seen == lines[:len(seen)]
+    with pytest.raises(ValueError, match="d.vw.gz: "):
+        _gz_lines(path)
+
+
+def test_cli_learns_a_truncated_gzip_up_to_the_damage(tmp_path):
+    import gzip
+
+    from conftest import run_workspace
+    lines = [f"{1 if k % 3 else -1} |a x{k % 50} |b y{k % 7}" for k in range(6000)]
+    full = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "cut.vw.gz"
+    path.write_bytes(full[:len(full) * 2 // 3])
+    out, err, code = run_workspace(["-d", str(path), "-p", str(tmp_path / "p.txt")])
+    assert code == 0
+    assert f"[warning] {path}: compressed data ends early" in out
+    learned = len((tmp_path / "p.txt").read_text().splitlines())
+    assert f"after line {learned};" in out
+    plain = tmp_path / "head.vw"
+    plain.write_text("\n".join(lines[:learned]) + "\n")
+    run_workspace(["-d", str(plain), "-p", str(tmp_path / "q.txt")])
+    assert (tmp_path / "p.txt").read_text() == (tmp_path / "q.txt").read_text()
+    with pytest.raises(ParseError, match="cut.vw.gz: compressed data ends early"):
+        run_workspace(["-d", str(path), "--strict_parse"])

@@ -1,10 +1,10 @@
 """Byte sources read in chunks of whole lines: plain files, ``.gz`` files and standard input."""
 from __future__ import annotations
 
-import gzip
 import os
 import sys
-from typing import Iterator
+import zlib
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -14,6 +14,81 @@ CHUNK_BYTES = 4 << 20
 FIRST_CHUNK_BYTES = 128 << 10
 
 
+class GzipReader:
+    """A ``.gz`` file decompressed chunk by chunk, members one after another (as ``gzip`` reads
+    them), that keeps what a damaged file still holds: where the compressed data is cut short
+    or corrupt, reading ends and :attr:`damage` says why (the ``gzip`` module raises instead,
+    losing the block it was decompressing).  :meth:`tell` is the compressed position."""
+
+    def __init__(self, path: str):
+        self.raw = open(path, "rb", buffering=0)
+        self.inflate = zlib.decompressobj(wbits=31)
+        self.in_member = False  # a member has started and not yet ended
+        self.position = 0
+        self.pending = b""
+        self.ended = False
+        self.damage: str | None = None
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _feed(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if not self.in_member:
+                data = data.lstrip(b"\0")  # gzip allows zero padding between members
+                if not data:
+                    break
+                self.inflate = zlib.decompressobj(wbits=31)
+                self.in_member = True
+            out.append(self.inflate.decompress(data))
+            data = b""
+            if self.inflate.eof:
+                self.in_member = False
+                data = self.inflate.unused_data
+        return b"".join(out)
+
+    def _salvage(self, chunk: bytes) -> bytes:
+        """What ``chunk`` decompresses to before the step (of 16 bytes) that fails."""
+        parts = []
+        for start in range(0, len(chunk), 16):
+            try:
+                parts.append(self._feed(chunk[start:start + 16]))
+            except zlib.error:
+                break
+        return b"".join(parts)
+
+    def read(self, size: int) -> bytes:
+        parts = [self.pending]
+        have = len(self.pending)
+        while have < size and not self.ended:
+            chunk = self.raw.read(256 << 10)
+            self.position += len(chunk)
+            if not chunk:
+                self.ended = True
+                if self.in_member:
+                    self.damage = "compressed data ends early (a truncated file?)"
+                break
+            state = (self.inflate.copy(), self.in_member)
+            try:
+                piece = self._feed(chunk)
+            except zlib.error as exc:
+                # again in small steps from before the chunk: keep what precedes the damage
+                self.inflate, self.in_member = state
+                parts.append(self._salvage(chunk))
+                self.ended = True
+                self.damage = f"corrupt compressed data ({exc})"
+                break
+            parts.append(piece)
+            have += len(piece)
+        data = b"".join(parts)
+        self.pending = data[size:]
+        return data[:size]
+
+
 class LineChunks:
     """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 
@@ -21,11 +96,17 @@ class LineChunks:
     first chunk alone (later ones are parsed while it learns), so a small one starts learning
     sooner (~0.1 s on a 1M-line file) and large ones keep the per-chunk overhead low.
     ``bytes_read`` and ``total_bytes`` (None when unknown) feed the progress bar.
+
+    A damaged ``.gz`` file gives the lines before the damage; an unterminated last line there is
+    dropped (it may be cut mid-example), and ``damaged`` gets a message naming the file and the
+    last line read (without it, the message is raised as a ValueError).
     """
 
     def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES,
-                 first_bytes: int = FIRST_CHUNK_BYTES):
+                 first_bytes: int = FIRST_CHUNK_BYTES,
+                 damaged: Callable[[str], None] | None = None):
         self.path = path
+        self.damaged = damaged
         self.name = path if path not in (None, "-") else "<stdin>"
         self.chunk_bytes = chunk_bytes
         self.first_bytes = min(first_bytes, chunk_bytes)
@@ -44,12 +125,12 @@ class LineChunks:
         with open(self.path, "rb") as probe:
             magic = probe.read(2)
         if magic == b"\x1f\x8b":
-            return gzip.open(self.path, "rb"), True
+            return GzipReader(self.path), True
         return open(self.path, "rb", buffering=0), True
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
         handle, owned = self._open()
-        compressed = getattr(handle, "fileobj", None) if isinstance(handle, gzip.GzipFile) else None
+        compressed = handle if isinstance(handle, GzipReader) else None
         try:
             carry = b""
             line_no = 1
@@ -62,6 +143,9 @@ class LineChunks:
                     self.bytes_read = compressed.tell() if compressed is not None \
                         else self.bytes_read + len(block)
                 final = not block
+                if final and compressed is not None and compressed.damage:
+                    self._report_damage(compressed.damage, line_no - 1, bool(carry))
+                    carry = b""  # possibly cut mid-example
                 data = carry + block if carry else block
                 if not data:
                     break
@@ -76,3 +160,11 @@ class LineChunks:
         finally:
             if owned:
                 handle.close()
+
+    def _report_damage(self, damage: str, last_line: int, partial: bool) -> None:
+        message = (f"{self.name}: {damage} after line {last_line}"
+                   + ("; the unterminated line after it and" if partial else ";")
+                   + " whatever followed is lost")
+        if self.damaged is None:
+            raise ValueError(message)
+        self.damaged(message)
