@@ -180,6 +180,23 @@ def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path, capsys):
     assert read_answers(str(blocks), n_labels=2).task_names.tolist() == ["a"]
 
 
+def test_a_damaged_gzip_of_answers_is_a_clear_error(tmp_path, capsys):
+    """Not click's bare "Aborted." (its reading of an EOFError), and no EM over part of the data."""
+    import gzip
+    rows = "".join(f"t{k % 300},w{k % 17},{'yes' if k % 3 else 'no'}\n" for k in range(5000))
+    data = gzip.compress(("task,worker,label\n" + rows).encode())
+    whole = tmp_path / "a.csv.gz"
+    whole.write_bytes(data)
+    assert run([str(whole), "--quiet"], capsys)[0] == 0
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(data[:len(data) // 2])
+    code, err = run([str(cut), "--quiet"], capsys)
+    assert code == 1
+    assert f"{cut}: compressed data ends early" in err
+    assert main(["convert", str(cut), "-o", str(tmp_path / "x.vw")]) == 1
+    assert f"{cut}: compressed data ends early" in capsys.readouterr().err
+
+
 def test_option_errors(answers, capsys):
     folder, _ = answers
     code, err = run([str(folder / "answers.csv"), "--priorz", "1,2"], capsys)

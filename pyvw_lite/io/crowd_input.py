@@ -254,8 +254,17 @@ def _open_text(path: str):
     if not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
     if path.endswith(".gz"):
-        import gzip
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+        # whole, or not at all: EM over the part of a damaged file before the damage would
+        # give other labels without a word
+        from .source import GzipReader
+        reader = GzipReader(path)
+        try:
+            data = reader.read(1 << 62)
+        finally:
+            reader.close()
+        if reader.damage:
+            raise CrowdInputError(f"{path}: {reader.damage}")
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
 
 
