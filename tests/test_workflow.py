@@ -73,6 +73,8 @@ def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
 @pytest.mark.parametrize("make_args, message", [
     (lambda d: [str(d / "t.vw"), "-p", str(d / "t.vw")], "-p {d}/t.vw is the -d file"),
     (lambda d: ["-d", str(d / "t.vw"), "-f", str(d / "t.vw")], "-f {d}/t.vw is the -d file"),
+    (lambda d: ["-d", str(d / "t.vw"), "-p", str(d / "t.vw"), "--executor", "serial"],
+     "-p {d}/t.vw is the -d file"),
     (lambda d: ["-d", str(d / "t.vw"), "--cache_file", str(d / "t.vw")],
      "--cache_file {d}/t.vw is the -d file"),
     (lambda d: ["-d", str(d / "t.vw"), "-p", str(d / "p.txt"), "-r", str(d / "sub/../p.txt")],

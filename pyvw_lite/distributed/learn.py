@@ -59,9 +59,10 @@ def cut_shards(chunks, n_shards: int) -> list[list[tuple[bytes, int]]]:
     return shards
 
 
-def file_shards(path: str | None, n_shards: int) -> tuple[list[dict], str]:
-    """Shards of a data file (text, ``.gz`` or ``-``), and the name messages give it."""
-    source = LineChunks(path)
+def file_shards(path: str | None, n_shards: int, damaged=None) -> tuple[list[dict], str]:
+    """Shards of a data file (text, ``.gz`` or ``-``), and the name messages give it;
+    ``damaged`` as :class:`LineChunks` takes it."""
+    source = LineChunks(path, damaged=damaged)
     pieces = cut_shards(source, n_shards)
     return [{"source": source.name, "pieces": shard} for shard in pieces], source.name
 
@@ -218,6 +219,7 @@ class ShardedDriver(Driver):
 
     def run(self) -> int:
         o, ws = self.o, self.ws
+        self._refuse_overwriting()
         for flag in ("audit", "invert_hash"):
             if getattr(o, flag):
                 raise OptionError(f"--{flag} follows one learner example by example; run it "
@@ -244,7 +246,7 @@ class ShardedDriver(Driver):
         n_shards = o.shards or executor.workers
         if n_shards < 1:
             raise OptionError(f"option '--shards': {n_shards} must be at least 1")
-        shards, _ = file_shards(o.data, n_shards)
+        shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
         handles = [executor.put(shard) for shard in shards]
         if self.err is not None:
             preamble = self._preamble(None, False)
