@@ -93,8 +93,8 @@ OPTIONS: tuple[Option, ...] = (
            short="C", metavar="W"),
     Option("ignore", LIST, (), "ignore namespaces starting with this letter (repeatable)",
            "Feature space", keep=True, metavar="L"),
-    Option("ignore_linear", LIST, (), "no linear terms for namespaces starting with this letter; "
-           "interactions keep them (repeatable)", "Feature space", keep=True, metavar="L"),
+    Option("ignore_linear", LIST, (), "like --ignore, but interactions keep the namespace",
+           "Feature space", keep=True, metavar="L"),
     Option("keep", LIST, (), "keep only namespaces starting with these letters (repeatable)",
            "Feature space", keep=True, metavar="L"),
     Option("quadratic", LIST, (), "pair namespaces, e.g. ab, a: or :: (repeatable)",
