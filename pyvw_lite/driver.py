@@ -55,12 +55,7 @@ class Driver:
     def _cache_plan(self) -> tuple[str | None, bool]:
         """(cache path, whether to read it) following VW's -c / --cache_file / -k rules."""
         o = self.o
-        data = o.data
-        path = o.cache_file
-        if path is None and o.cache:
-            if data in (None, "-"):
-                raise OptionError("option '--cache': reading standard input needs --cache_file FILE")
-            path = data + ".cache"
+        path = self._cache_path()
         if o.passes > 1 and path is None:
             raise OptionError("need a cache file for multiple passes : try using --cache or "
                               "--cache_file <name>")
@@ -71,6 +66,16 @@ class Driver:
             self.ws._log(f"[info] {path} was made from other data or options; rebuilding it")
             return path, False
         return path, True
+
+    def _cache_path(self) -> str | None:
+        """``--cache_file``, or with ``-c`` the data file's name plus ``.cache``."""
+        o = self.o
+        if o.cache_file is None and o.cache:
+            if o.data in (None, "-"):
+                raise OptionError("option '--cache': reading standard input needs "
+                                  "--cache_file FILE")
+            return o.data + ".cache"
+        return o.cache_file
 
     def _damaged_input(self, message: str) -> None:
         """A damaged .gz data file: its readable lines are learned, the rest is reported (or
@@ -83,8 +88,7 @@ class Driver:
         """No output may be the data file or another output (a cache counts as an output: it
         is written whenever it is not current)."""
         o = self.o
-        cache = o.cache_file or (o.data + ".cache" if o.cache and o.data not in (None, "-")
-                                 else None)
+        cache = o.cache_file if o.data in (None, "-") else self._cache_path()
         refuse_overwriting([("-d", o.data)],
                            [("-f", o.final_regressor), ("-p", o.predictions),
                             ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
