@@ -240,6 +240,42 @@ def test_labels_indexing_names_and_out_of_range(tmp_path):
     assert set((tmp_path / "p").read_text().split()) <= {"cat", "dog"}
 
 
+def test_label_indexing_is_decided_in_stream_order(tmp_path):
+    """Rows before the first 0 keep VW's default 1..K; reports come in line order."""
+    data = tmp_path / "d.vw"
+    data.write_text("2 |a x\n4 |a y\n1.5 |a q\n0 |a z\n3 |a w\n1 |a v\n")
+    out = run_workspace(["-d", str(data), "--oaa", "3"])[0]
+    reports = [line for line in out.splitlines() if line.startswith("[")]
+    assert reports == [
+        f"[warning] {data}:2: label 4 is not in {{1,3}}; using 3",
+        f"[warning] {data}:3: multiclass label 1.5 is not an integer; example skipped",
+        "[info] label 0 found -- labels are now considered 0-indexed.",
+        f"[warning] {data}:5: label 3 is not in {{0,2}}; using 2"]
+    data.write_text("1 |a x\n3 |a y\n0 |a z\n")
+    out = run_workspace(["-d", str(data), "--ect", "3"])[0]
+    assert "[info] label 3 found -- labels are now considered 1-indexed." in out
+    assert f"{data}:3: label 0 is not in {{1,3}}; example skipped" in out
+
+
+def test_label_indexing_does_not_depend_on_how_lines_are_batched():
+    """The same stream cut into batches anywhere gives the same classes."""
+    from pyvw_lite.io.vw_text import parse_buffer, split_lines
+    labels = [2, 1, 3, 1, 2, 0, 2, 1]
+    for cut in range(len(labels) + 1):
+        reduction = Workspace(["--oaa", "4", "--quiet"]).reduction
+        classes = []
+        for part in (labels[:cut], labels[cut:]):
+            data = "".join(f"{label} |a x\n" for label in part).encode()
+            if not data:
+                continue
+            buf = np.frombuffer(data, np.uint8)
+            starts, ends, _ = split_lines(buf, final=True)
+            batch = parse_buffer(buf, starts, ends, record_spans=True, source="t.vw")
+            classes += reduction.classes_of(batch, np.arange(len(part)), lambda row, text: None,
+                                            lambda text: None).tolist()
+        assert classes == [1, 0, 2, 0, 1, 0, 2, 1], cut  # 1..K up to the 0, then 0..K-1
+
+
 @pytest.mark.parametrize("reduction,extra", [("oaa", ""), ("ect", ""), ("sft", ""),
                                              ("oaa", "--dyad rt --rank 2"),
                                              ("sft", "--dyad rt --rank 2")])

@@ -1,8 +1,8 @@
 """What the multiclass reductions share: label reading (VW's rules), reporting, and the
 label-range bookkeeping of their binary sub-problems.
 
-Labels are integers ``1..K`` (VW switches to ``0..K-1`` when it first sees a 0 before a K;
-``--indexing`` fixes it) or names given by ``--named_labels a,b,c``.  A label that is not an
+Labels are integers ``1..K`` (VW switches to ``0..K-1`` from the first 0 it sees before a K,
+and confirms ``1..K`` at a K; ``--indexing`` fixes it) or names given by ``--named_labels a,b,c``.  A label that is not an
 integer is a malformed example (skipped with a located warning); a label outside the range is
 handled per reduction: ``--oaa`` maps it to the last class (as VW), the trees skip it.
 """
@@ -118,7 +118,10 @@ class MulticlassReduction:
         return str(value + (0 if self.indexing == 0 else 1))
 
     def classes_of(self, batch: ParsedBatch, rows: np.ndarray, log, where) -> np.ndarray:
-        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID`` (reported via ``log``)."""
+        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID`` (reported via ``log``).
+
+        Indexing is decided in stream order, as VW does: rows before the first 0 or K keep the
+        default 1..K, rows from it on use what it showed.  Reports come in row order."""
         labelled = batch.ex_int[rows, NLABEL] > 0
         result = np.full(rows.size, UNLABELLED, dtype=np.int64)
         if self.names is not None:
@@ -128,37 +131,44 @@ class MulticlassReduction:
                 index = self.name_index.get(token)
                 if index is None:
                     log(row, f"label {token.decode('utf-8', 'replace')!r} is not one of "
-                             f"--named_labels {','.join(self.names)}")
+                             f"--named_labels {','.join(self.names)}; example skipped")
                     result[k] = INVALID
                 else:
                     result[k] = index
             return result
         values = batch.ex_float[rows, LABEL]
         integral = labelled & (values == np.floor(values))
-        for k in np.flatnonzero(labelled & ~integral):
-            log(rows[k], f"multiclass label {values[k]:g} is not an integer")
-            result[k] = INVALID
-        integers = values[integral].astype(np.int64)
-        if self.indexing is None and integers.size:
-            zero, top = np.flatnonzero(integers == 0), np.flatnonzero(integers == self.classes)
-            if zero.size and (not top.size or zero[0] < top[0]):
-                self.indexing = 0
-                where("[info] label 0 found -- labels are now considered 0-indexed.")
-            elif top.size:
-                self.indexing = 1
-        offset = 0 if self.indexing == 0 else 1
-        index = integers - offset
-        bad = (index < 0) | (index >= self.classes)
-        if bad.any():
-            low, high = offset, self.classes - 1 + offset
-            positions = np.flatnonzero(integral)[bad]
-            for k, value in zip(positions, integers[bad]):
-                if self.out_of_range == "last":
-                    log(rows[k], f"label {value} is not in {{{low},{high}}}; using {high}")
-                else:
-                    log(rows[k], f"label {value} is not in {{{low},{high}}}; example skipped")
-            index[bad] = self.classes - 1 if self.out_of_range == "last" else INVALID
-        result[integral] = index
+        reports = [(k, f"multiclass label {values[k]:g} is not an integer; example skipped")
+                   for k in np.flatnonzero(labelled & ~integral)]
+        result[labelled & ~integral] = INVALID
+        positions = np.flatnonzero(integral)
+        integers = values[positions].astype(np.int64)
+        offsets = np.full(integers.size, 0 if self.indexing == 0 else 1, dtype=np.int64)
+        if self.indexing is None:
+            found = np.flatnonzero((integers == 0) | (integers == self.classes))
+            if found.size:
+                first = int(found[0])
+                self.indexing = 0 if integers[first] == 0 else 1
+                offsets[first:] = self.indexing
+                reports.append((int(positions[first]), None))
+        index = integers - offsets
+        for k in np.flatnonzero((index < 0) | (index >= self.classes)):
+            low, high = offsets[k], self.classes - 1 + offsets[k]
+            if self.out_of_range == "last":
+                text, index[k] = f"label {integers[k]} is not in {{{low},{high}}}; using {high}", \
+                    self.classes - 1
+            else:
+                text, index[k] = (f"label {integers[k]} is not in {{{low},{high}}}; "
+                                  "example skipped"), INVALID
+            reports.append((int(positions[k]), text))
+        result[positions] = index
+        for k, text in sorted(reports, key=lambda report: report[0]):
+            if text is None:
+                value = integers[np.searchsorted(positions, k)]
+                where(f"[info] label {value} found -- labels are now considered "
+                      f"{self.indexing}-indexed.")
+            else:
+                log(rows[k], text)
         return result
 
     @property
