@@ -131,7 +131,8 @@ class Workspace:
             current = getattr(options, name)
             if name in options.given and (tuple(current) if opt.kind == LIST else current) != value:
                 raise OptionError(f"{options.initial_regressor}: the model was trained "
-                                  f"{_shown(opt, value)}, not {_shown(opt, current)}")
+                                  f"{_shown(opt, value)}, not {_shown(opt, current)} (its "
+                                  f"options: {' '.join(model.options) or 'the defaults'})")
             merged[name] = value
             if name in stored.given or value != opt.default:
                 given.add(name)

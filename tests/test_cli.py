@@ -120,7 +120,8 @@ def test_kept_options_come_back_and_conflicts_are_refused(rater_task_file, tmp_p
     for flags, message in [(["-b", "20"], "with --bit_precision 18, not with --bit_precision 20"),
                            (["--hash_seed", "3"], "without --hash_seed, not with --hash_seed 3"),
                            (["--rank", "2"], "with --rank 1, not with --rank 2"),
-                           (["--oaa", "3"], "without --oaa, not with --oaa 3")]:
+                           (["--oaa", "3"], "without --oaa, not with --oaa 3 (its options: "
+                                            "--dyad rt)")]:
         assert main(["-d", str(rater_task_file), "-i", str(model), *flags, "--quiet"]) == 1
         assert message in capsys.readouterr().err
     assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18", "--rank", "1",
