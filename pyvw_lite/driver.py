@@ -19,16 +19,19 @@ from .jit import announce_compile
 from .learners import gd
 from .learners.losses import loss_value
 from .options import OptionError
+from .reductions.multiclass import class_buffers
 from .workspace import ParseError, Workspace, _prefetch, format_prediction
 
 
 def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
-                     labelled, pred, features) -> None:
+                     labelled, pred, features, shown) -> None:
     """Feed examples, in order, to the progress table; ``truth`` holds the labels, or the
-    class indices under a multiclass reduction."""
+    class indices under a multiclass reduction, where ``shown`` holds the label as read for a
+    label out of range (NaN for the others)."""
     if reduction is not None:
         labels = np.zeros(truth.shape[0])
-        label_text = lambda i: reduction.label_text(int(truth[i]))  # noqa: E731
+        label_text = lambda i: (reduction.label_text(int(truth[i])) if np.isnan(shown[i])  # noqa: E731
+                                else f"{shown[i]:g}")
         prediction_text = lambda i: reduction.label_text(int(pred[i]))  # noqa: E731
     else:
         labels = truth
@@ -148,23 +151,36 @@ class Driver:
 
     def _process_one_by_one(self, batch, rows, holdout):
         ws = self.ws
-        outputs = [np.empty(rows.size), np.empty(rows.size), np.empty(rows.size),
-                   np.empty(rows.size, np.int64)]
+        if rows.size == 0:
+            return ws._run_kernel(batch, rows, holdout, ws.training)
+        outputs = None  # shaped like the kernel's results (class scores are rows)
         requests = []
         for k, row in enumerate(rows):
             one = rows[k:k + 1]
             if self.o.audit:
-                pred, _, _, _ = ws._run_kernel(batch, one, np.ones(1, np.uint8), False)
-                ws.stdout.write(ws._audit_text(batch, int(row), float(pred[0])))
+                ws.stdout.write(ws.audit_text(batch, int(row)))
             if self.o.invert_hash:
                 for name, slot, _ in ws.feature_names(batch, int(row)):
                     self.names.setdefault(slot, set()).add(name)
             result = ws._run_kernel(batch, one, holdout[k:k + 1], ws.training)
             requests.extend(ws.requests)
+            if outputs is None:
+                outputs = [np.empty((rows.size, *np.shape(value)[1:]), np.asarray(value).dtype)
+                           for value in result]
             for out, value in zip(outputs, result):
                 out[k] = value[0]
         ws.requests = requests  # the label requests of the whole batch, row by row
         return outputs
+
+    def _raw_score_lines(self, batch: ParsedBatch, rows: np.ndarray, scores: np.ndarray) -> str:
+        """VW's -r lines of a scoring multiclass model: `` 1:s1 2:s2 ... [tag]``."""
+        names = [self.ws.reduction.label_text(c) for c in range(scores.shape[1])]
+        lines = []
+        for row, values in zip(rows.tolist(), scores.tolist()):
+            tag = self.ws._tag(batch, row)
+            lines.append("".join(f" {name}:{v:g}" for name, v in zip(names, values))
+                         + (f" {tag}" if tag else "") + "\n")
+        return "".join(lines)
 
     def _prediction_lines(self, batch: ParsedBatch, rows: np.ndarray, values: np.ndarray,
                           requests: np.ndarray | None = None) -> str:
@@ -299,22 +315,33 @@ class Driver:
     def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
         ws = self.ws
         holdout = self._holdout_flags(rows.size)
+        multiclass = ws.reduction
+        scored = multiclass is not None and (self.o.scores or self.o.probabilities)
+        # VW's -r under --oaa: every class's score; empty under --ect, --scores, --probabilities
+        ws.raw_scores = multiclass is not None and multiclass.name != "ect" and not scored \
+            and any(which == 1 for _, which in writers)
         if self.o.audit or self.o.invert_hash:
             pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout)
         else:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
-        multiclass = ws.reduction
+        shown = np.full(rows.size, np.nan)
         if multiclass is not None:
             truth = batch.classes[rows]
             labelled = truth >= 0
+            if batch.out_of_range is not None:
+                strange = batch.out_of_range[rows]
+                shown[strange] = batch.ex_float[rows[strange], LABEL]
         else:
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
         self._account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
-                      truth=truth, labelled=labelled, pred=pred, features=nfeat)
-        scored = multiclass is not None and (self.o.scores or self.o.probabilities)
+                      truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown)
         requests = np.concatenate(ws.requests) if ws.requests else None
         for handle, which in writers:
+            if which == 1 and multiclass is not None:
+                if ws.raw_scores:
+                    handle.write(self._raw_score_lines(batch, rows, raw))
+                continue
             values = raw if which == 1 or scored else pred
             handle.write(self._prediction_lines(batch, rows, values,
                                                 requests if which == 0 else None))
@@ -351,6 +378,15 @@ class Driver:
         ws = self.ws
         predict_only = self.o.predict_only_model
         resume = None if predict_only else [f"t {ws.state[gd.T_SUM]:g}"]
-        body = "".join(ws._weight_text(f"{name}:{slot}", slot, predict_only)
-                       for slot in sorted(self.names) for name in sorted(self.names[slot]))
+        sets = 1 if ws.reduction is None else ws.reduction.slot_sets
+        _, offsets = class_buffers(sets, ws.mask, ws.params)
+        entries = []  # VW's order: by weight index, then name; a class's suffix is [class]
+        shown = ws.weights[:, [gd.W, *ws._latent_columns]]
+        for slot, names in self.names.items():
+            for c, offset in enumerate(offsets.tolist()):
+                at = (slot + offset) & ws.mask
+                if shown[at].any():  # VW writes the weights that are not zero
+                    entries += [(at, name + (f"[{c}]" if c else "")) for name in names]
+        body = "".join(ws._weight_text(f"{name}:{at}", at, predict_only)
+                       for at, name in sorted(entries))
         ws._write_text_model(path, body, resume)

@@ -255,6 +255,7 @@ class Workspace:
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False
+        self.raw_scores = False  # class scores for -r (--oaa/--sft without --scores)
         self.requests = []
         self.skipped = 0
         self.label_warnings = 0
@@ -527,7 +528,7 @@ class Workspace:
         predicted = np.empty(rows.size, dtype=np.int64)
         o = self.options
         scores = np.empty((rows.size, self.reduction.classes)) \
-            if o.scores or o.probabilities or self._want_scores else None
+            if o.scores or o.probabilities or self._want_scores or self.raw_scores else None
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
@@ -536,12 +537,15 @@ class Workspace:
                                None if scores is None else scores[part], batch=batch,
                                rows=rows[part])
         pred[:] = predicted
-        loss[:] = np.where((classes >= 0) & (predicted != classes), importances, 0.0)
+        # a label out of range is learned as class K (--oaa, as VW) but never predicted right
+        strange = np.zeros(rows.size, bool) if batch.out_of_range is None else \
+            batch.out_of_range[rows]
+        loss[:] = np.where((classes >= 0) & ((predicted != classes) | strange), importances, 0.0)
         if o.probabilities and not self._want_scores:
             from .reductions.scorer import logistic
             scores = logistic(scores)
             scores /= scores.sum(axis=1, keepdims=True)
-            known = (classes >= 0) & (holdout == 0)
+            known = (classes >= 0) & (holdout == 0) & ~strange
             truth = scores[np.flatnonzero(known), classes[known]]
             self.multiclass_log_loss[0] -= float((importances[known] * np.log(truth)).sum())
             self.multiclass_log_loss[1] += float(importances[known].sum())
@@ -692,16 +696,52 @@ class Workspace:
             result.append(("*".join(parts), int(slots[k]), float(values[k])))
         return result
 
-    def _audit_text(self, batch: ParsedBatch, row: int, prediction: float) -> str:
+    def audit_text(self, batch: ParsedBatch, row: int) -> str:
+        """VW's --audit lines for one example, scored by the model as it is (before the
+        example's update): the prediction, then each feature's ``name:slot:value:weight[@G]``,
+        largest contribution first.  A multiclass model writes a block per sub-model it scores,
+        as VW does: every class under --oaa/--sft (the class's score), the nodes on the
+        prediction path from the root under --ect (the node's score)."""
+        features = self.feature_names(batch, row)
+        tag = self._tag(batch, row)
+        if self.reduction is None:
+            pred = self._run_kernel(batch, np.array([row]), np.ones(1, np.uint8), False)[0]
+            return self._audit_block(features, 0, float(pred[0]), tag)
+        from .reductions.multiclass import class_buffers
+        _, offsets = class_buffers(self.reduction.slot_sets, self.mask, self.params)
+        if self.reduction.name == "ect":
+            tree, classes = self.reduction.tree, self.reduction.classes
+            initial = float(batch.ex_float[row, INITIAL])
+            blocks, node = [], 2 * classes - 2
+            while node >= classes:
+                problem = node - classes
+                score = initial + sum(value * float(self.weights[(slot + offsets[problem])
+                                                                 & self.mask, gd.W])
+                                      for _, slot, value in features)
+                score = min(max(score, self.state[gd.MIN_LABEL]), self.state[gd.MAX_LABEL])
+                blocks.append((problem, score))
+                node = tree.right[problem] if score > 0.0 else tree.left[problem]
+        else:
+            saved, self._want_scores = self.state.copy(), True
+            try:
+                scores = self._run_kernel(batch, np.array([row]), np.ones(1, np.uint8), False)[1]
+            finally:
+                self._want_scores = False
+                self.state[:] = saved
+            blocks = list(enumerate(scores[0].tolist()))
+        return "".join(self._audit_block(features, int(offsets[c]), score, tag)
+                       for c, score in blocks)
+
+    def _audit_block(self, features, offset: int, prediction: float, tag: str) -> str:
         entries = []
-        for name, slot, value in self.feature_names(batch, row):
-            weight = float(self.weights[slot, gd.W])
-            text = f"{name}:{slot}:{value:g}:{weight:g}"
-            if self.adaptive:
-                text += f"@{float(self.weights[slot, gd.G]):g}"
+        for name, slot, value in features:
+            at = (slot + offset) & self.mask
+            weight = float(self.weights[at, gd.W])
+            text = f"{name}:{at}:{value:g}:{weight:g}"
+            if self.adaptive and self.training:  # VW shows G while it learns (not with -t)
+                text += f"@{float(self.weights[at, gd.G]):g}"
             entries.append((abs(value * weight), text))
         entries.sort(key=lambda item: -item[0])
-        tag = self._tag(batch, row)
         return (format_prediction(prediction) + (f" {tag}" if tag else "") + "\n\t"
                 + "\t".join(text for _, text in entries) + "\n")
 

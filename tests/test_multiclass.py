@@ -1,5 +1,6 @@
 """Multiclass reductions: SPEC §D checks [D1]-[D6], agreement with VW's --oaa/--ect, labels."""
 import gzip
+import re
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +222,97 @@ def test_agreement_with_vw_on_rater_task_data(reduction, layout, floor, tmp_path
                       .split(), dtype=int)
     assert ours.shape == theirs.shape == (20000,)
     assert np.mean(ours == theirs) >= floor
+
+
+def invert_hash_entries(text: str) -> dict[int, dict[str, list[float]]]:
+    """``index -> {name: values}`` of a --invert_hash file's weight lines."""
+    entries: dict[int, dict[str, list[float]]] = {}
+    for line in text.splitlines():
+        if line.count(":") >= 2 and ("^" in line or line.startswith("Constant")):
+            name, index, values = line.split(":", 2)
+            entries.setdefault(int(index), {})[name] = [float(v) for v in values.split()]
+    return entries
+
+
+@pytest.mark.parametrize("reduction", ["oaa", "ect"])
+def test_invert_hash_names_every_class_as_vw(reduction, tmp_path):
+    """Every class (node) slot a feature uses is named ``name[c]`` at VW's index (--vw_layout)
+    with VW's values; zero weights are left out.  Where two features share a slot VW names one
+    of them and pyvw-lite both."""
+    data = tmp_path / "d.vw"
+    data.write_text("".join(gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode()
+                            .splitlines(keepends=True)[:300]))
+    out = tmp_path / "ih.txt"
+    run_workspace(["-d", str(data), f"--{reduction}", "5", "--vw_layout", "--invert_hash",
+                   str(out), "--quiet"])
+    ours = invert_hash_entries(out.read_text())
+    theirs = invert_hash_entries(gzip.decompress(
+        (HERE / f"vw.{reduction}.rt300.invert_hash.gz").read_bytes()).decode())
+    assert set(ours) == set(theirs) and len(theirs) > 1500
+    for index, names in theirs.items():
+        (name, values), = names.items()
+        assert ours[index][name] == pytest.approx(values, rel=1e-4, abs=1e-6), (index, name)
+    suffixed = {name.rsplit("[", 1)[1] for names in ours.values() for name in names if "[" in name}
+    assert suffixed == {f"{c}]" for c in range(1, 5 if reduction == "oaa" else 4)}
+
+
+def same_text_and_numbers(ours: str, theirs: str) -> bool:
+    """Equal line for line, numbers to float32 precision (VW keeps weights in float32)."""
+    number = re.compile(r"-?[\d.]+(?:e[-+]?\d+)?")
+    mine, other = ours.splitlines(), theirs.splitlines()
+    return len(mine) == len(other) and all(
+        number.split(a) == number.split(b) and all(
+            float(x) == pytest.approx(float(y), rel=2e-5, abs=1e-6)
+            for x, y in zip(number.findall(a), number.findall(b), strict=True))
+        for a, b in zip(mine, other))
+
+
+def test_multiclass_audit_as_vw(tmp_path):
+    """--audit writes a block per class under --oaa (each class's score and its weights) and,
+    with -t under --ect, a block per node on the prediction path, as VW 9.11.9 does."""
+    lines = gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode().splitlines(True)
+    train, data = tmp_path / "train.vw", tmp_path / "d.vw"
+    train.write_text("".join(lines[:300]))
+    data.write_text("".join(lines[:60]))
+    out = run_workspace(["-d", str(data), "--oaa", "5", "--vw_layout", "--audit", "--quiet"])[0]
+    assert same_text_and_numbers(out, gzip.decompress(
+        (HERE / "vw.oaa.rt60.audit.gz").read_bytes()).decode())
+    assert out.count("\n\t") == 5 * 60
+    model = tmp_path / "m"
+    run_workspace(["-d", str(train), "--ect", "5", "--vw_layout", "-f", str(model), "--quiet"])
+    out = run_workspace(["-d", str(data), "-t", "-i", str(model), "--audit", "--quiet"])[0]
+    assert same_text_and_numbers(out, gzip.decompress(
+        (HERE / "vw.ect.rt60.test_audit.gz").read_bytes()).decode())
+    assert "@" not in out  # VW shows the adaptive sums only while learning
+
+
+@pytest.mark.parametrize("flags, raw", [
+    (["--oaa", "3"], " 1:0 2:0 3:0 tg\n 1:0.253466 2:-0.253466 3:-0.253466\n"),
+    (["--oaa", "3", "--audit"], " 1:0 2:0 3:0 tg\n 1:0.253466 2:-0.253466 3:-0.253466\n"),
+    (["--oaa", "3", "--scores"], ""), (["--oaa", "3", "--scores", "--audit"], ""),
+    (["--ect", "3"], "")])
+def test_raw_predictions_of_multiclass_models_as_vw(flags, raw, tmp_path):
+    """VW 9.11.9's -r: every class's score under --oaa (leading space, then the tag); nothing
+    under --ect or when -p already carries the scores."""
+    data = tmp_path / "d.vw"
+    data.write_text("1 tg|a x\n2 |a y\n")
+    raw_file, pred_file = tmp_path / "r", tmp_path / "p"
+    out, err, code = run_workspace(["-d", str(data), *flags, "-r", str(raw_file), "-p",
+                                    str(pred_file), "--quiet"])
+    assert code == 0 and raw_file.read_text() == raw
+    if "--scores" in flags:
+        assert pred_file.read_text() == "1:0 2:0 3:0 tg\n1:0.253466 2:-0.253466 3:-0.253466\n"
+
+
+def test_out_of_range_oaa_label_is_learned_as_class_k_and_counted_wrong(tmp_path):
+    """VW learns a label above K as class K once the indexing is known, but the prediction
+    is never right and the table shows the label as read."""
+    data = tmp_path / "d.vw"
+    data.write_text("3 |a y\n" + "5 |a x\n" * 20 + "|a x\n")
+    out, err, _ = run_workspace(["-d", str(data), "--oaa", "3", "-p", str(tmp_path / "p")])
+    assert (tmp_path / "p").read_text().split()[-1] == "3"
+    assert "average loss = 1.000000" in err
+    assert "            5              3" in err
 
 
 def test_labels_indexing_names_and_out_of_range(tmp_path):

@@ -592,6 +592,7 @@ class ParsedBatch:
     line_starts: np.ndarray
     line_ends: np.ndarray
     classes: np.ndarray | None = None  # multiclass: class index per row (set by the learner)
+    out_of_range: np.ndarray | None = None  # multiclass: rows trained as class K (--oaa)
 
     def line_text(self, row: int, limit: int = 200) -> str:
         """The raw text of one input line (for messages), shortened if very long."""

@@ -69,6 +69,10 @@ class FilterTree(TreeReduction):
     name = "ect"
     out_of_range = "skip"
 
+    @property
+    def slot_sets(self) -> int:
+        return self.models  # one binary scorer per internal node
+
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores, batch=None, rows=None):
         ect_examples(starts, slots, values, classes, importances, initials, holdout,

@@ -152,11 +152,13 @@ class MulticlassReduction:
                 offsets[first:] = self.indexing
                 reports.append((int(positions[first]), None))
         index = integers - offsets
+        batch.out_of_range = np.zeros(batch.ex_int.shape[0], dtype=bool)
         for k in np.flatnonzero((index < 0) | (index >= self.classes)):
             low, high = offsets[k], self.classes - 1 + offsets[k]
             if self.out_of_range == "last":
                 text, index[k] = f"label {integers[k]} is not in {{{low},{high}}}; using {high}", \
                     self.classes - 1
+                batch.out_of_range[rows[positions[k]]] = True
             else:
                 text, index[k] = (f"label {integers[k]} is not in {{{low},{high}}}; "
                                   "example skipped"), INVALID
@@ -174,6 +176,12 @@ class MulticlassReduction:
     @property
     def models(self) -> int:
         raise NotImplementedError
+
+    @property
+    def slot_sets(self) -> int:
+        """How many sets of weight slots the reduction uses (one per class; a tree's per-node
+        scorers override it): ``set c`` of a feature lives at its slot plus ``c``'s offset."""
+        return self.classes
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores, batch=None, rows=None):
