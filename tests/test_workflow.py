@@ -12,8 +12,8 @@ import pytest
 from pyvw_lite import datasets
 from pyvw_lite.cli.main import main
 from pyvw_lite.io.hashing import murmur_bytes
-from pyvw_lite.workflow.evaluate import (confusion_of, mcnemar_p_value, paired_difference,
-                                         wilson_interval)
+from pyvw_lite.workflow.evaluate import (confusion_of, evaluate_predictions, mcnemar_p_value,
+                                         paired_difference, wilson_interval)
 from pyvw_lite.workflow.experiment import ConfigError, load_config, run_experiment
 from pyvw_lite.workflow.split import split_file
 
@@ -164,6 +164,25 @@ def test_mcnemar_p_value_is_the_exact_binomial_test(worse, better):
     stats = pytest.importorskip("scipy.stats")
     expected = stats.binomtest(worse, worse + better, 0.5).pvalue
     assert mcnemar_p_value(worse, better) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("flags", [["--scores"], ["--probabilities"]])
+def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
+    """A --scores / --probabilities file scores the class the model predicted (its argmax,
+    the lowest class on ties), as the plain -p file of the same run does."""
+    data = tmp_path / "d.vw"
+    rng = np.random.default_rng(3)
+    data.write_text("".join(f"{rng.integers(1, 4)} t{k}|a x{rng.integers(5)}\n"
+                            for k in range(200)))
+    plain, scored = tmp_path / "p", tmp_path / "s"
+    base = ["-d", str(data), "--oaa", "3", "--quiet"]
+    assert main(base + ["-p", str(plain), "--loss_function", "logistic"]) == 0
+    assert main(base + flags + ["-p", str(scored), "--loss_function", "logistic"]) == 0
+    expected = evaluate_predictions(str(plain), str(data))
+    result = evaluate_predictions(str(scored), str(data))
+    assert result.errors == expected.errors and 0 < result.errors < 200
+    assert np.array_equal(result.confusion, expected.confusion)
+    assert np.array_equal(result.hits, expected.hits)
 
 
 def test_convert_split_train_predict_evaluate(tmp_path, capsys):

@@ -137,16 +137,36 @@ def _natural(text: str):
         return (1, 0.0, text)
 
 
-def _first_tokens(path: str) -> list[tuple[int, str]]:
+def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
+    """``(line, first token)`` of every non-empty line (``""`` for a line without a label);
+    with ``scores``, a ``--scores``/``--probabilities`` line (``1:s1 2:s2 ...``) gives the
+    class with the largest value, the lowest class on ties (how the model predicted)."""
     tokens = []
     with open(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = line.split()
+            if scores and len(fields) > 1 and ":" in fields[1]:
+                fields = [_argmax_class(fields)]
             if fields and not fields[0].startswith("|"):
                 tokens.append((line_number, fields[0]))
             elif fields:
                 tokens.append((line_number, ""))
     return tokens
+
+
+def _argmax_class(fields: list[str]) -> str:
+    best, best_value = fields[0], -math.inf
+    for field in fields:
+        name, _, value = field.rpartition(":")
+        try:
+            number = float(value)
+        except ValueError:
+            break  # the tag
+        if not name:
+            break
+        if number > best_value:
+            best, best_value = name, number
+    return best
 
 
 def _class_text(token: str) -> str:
@@ -164,7 +184,7 @@ def _class_text(token: str) -> str:
 
 def evaluate_predictions(predictions: str, data: str) -> Evaluation:
     """Predictions (``-p`` output, one per example) against the labels of the same examples."""
-    predicted = _first_tokens(predictions)
+    predicted = _first_tokens(predictions, scores=True)
     labelled = _first_tokens(data)
     if len(predicted) != len(labelled):
         raise CrowdInputError(f"{predictions}: {len(predicted)} predictions for {len(labelled)} "
