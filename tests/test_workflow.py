@@ -53,7 +53,8 @@ def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
 
 
 def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
-    """An empty --features cell is a missing feature, not a bad row; an empty label still is."""
+    """An empty --features cell is a missing feature, not a bad row; an empty label is (skipped
+    with a warning, fatal under --strict_parse)."""
     answers = tmp_path / "a.csv"
     answers.write_text("task,worker,label,hour,site\nq1,ann,yes,3.5,\nq2,bob,no,,z\n"
                        "q1,bob,yes,1,x\n")
@@ -65,9 +66,16 @@ def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
         "2 'q1 |rater r_ann |task t_q1 |hour hour:3.5",
         "1 'q2 |rater r_bob |task t_q2 |site site_z",
         "2 'q1 |rater r_bob |task t_q1 |hour hour:1 |site site_x"]
-    answers.write_text("task,worker,label,hour\nq1,ann,,3\n")
+    answers.write_text("task,worker,label,hour\nq1,ann,,3\nq2,bob,no,1\n")
     code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour"], capsys)
+    assert code == 0 and "a.csv:2: empty 'label' (line: 'q1,ann,,3'); skipped" in err
+    assert out.read_text() == "1 'q2 |rater r_bob |task t_q2 |hour hour:1\n"
+    code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour",
+                        "--strict_parse"], capsys)
     assert code == 1 and "a.csv:2: empty 'label'" in err
+    answers.write_text("task,worker,label,hour\nq1,ann,,3\n")
+    code, _, err = cli(["convert", str(answers), "-o", str(out)], capsys)
+    assert code == 1 and "a.csv: no answers" in err
 
 
 @pytest.mark.parametrize("make_args, message", [
@@ -183,6 +191,19 @@ def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
     assert result.errors == expected.errors and 0 < result.errors < 200
     assert np.array_equal(result.confusion, expected.confusion)
     assert np.array_equal(result.hits, expected.hits)
+
+
+def test_convert_back_reads_score_predictions(tmp_path, capsys):
+    """--back maps a --scores line to its argmax class and keeps the tag after the scores."""
+    answers, lines, labels_map = tmp_path / "a.csv", tmp_path / "a.vw", tmp_path / "m.json"
+    answers.write_text("task,worker,label\nq1,ann,no\nq2,bob,yes\nq3,ann,maybe\n")
+    assert cli(["convert", str(answers), "-o", str(lines), "--map", str(labels_map)],
+               capsys)[0] == 0
+    scores, out = tmp_path / "s.txt", tmp_path / "l.csv"
+    scores.write_text("1:0.1 2:0.7 3:0.2 q1\n1:0.5 2:0.5 3:-1 q2\n1:-2 2:-1 3:0 q3\n")
+    assert cli(["convert", str(scores), "--back", "--map", str(labels_map), "-o", str(out)],
+               capsys)[0] == 0
+    assert out.read_text() == "task,label\nq1,no\nq2,maybe\nq3,yes\n"
 
 
 def test_convert_split_train_predict_evaluate(tmp_path, capsys):

@@ -197,8 +197,12 @@ def convert(
     shuffle: int = typer.Option(None, "--shuffle", help="shuffle the lines with this seed"),
     back: bool = typer.Option(False, "--back", help="predictions (class 1..K and tag) back to "
                                                     "task,label with --map"),
+    strict_parse: bool = typer.Option(False, "--strict_parse",
+                                      help="a malformed answer row is fatal instead of skipped "
+                                           "with a warning"),
 ) -> None:
     """Crowd answers to rater-task VW lines (labels 1..K, task tags), or predictions back."""
+    from ..io.crowd_input import RowPolicy
     from ..workflow.convert import crowd_to_vw, predictions_to_labels
 
     def action():
@@ -212,7 +216,10 @@ def convert(
             typer.echo(f"{rows} predictions -> {out}", err=True)
             return
         wanted = tuple(name.strip() for name in features.split(",") if name.strip())
-        report = crowd_to_vw(source, out, label_map, wanted, shuffle_seed=shuffle)
+        rows = RowPolicy(strict=strict_parse, warn=lambda text: typer.echo(text, err=True))
+        report = crowd_to_vw(source, out, label_map, wanted, shuffle_seed=shuffle, rows=rows)
+        if rows.skipped:
+            typer.echo(f"skipped malformed rows = {rows.skipped}", err=True)
         typer.echo(f"{report.lines} lines, {report.tasks} tasks, {report.workers} raters, labels "
                    + ", ".join(f"{k + 1}={name}" for k, name in enumerate(report.labels))
                    + f" -> {out}" + (f" (map: {label_map})" if label_map else ""), err=True)

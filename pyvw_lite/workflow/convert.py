@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.atomic import atomic_write
-from ..io.crowd_input import (Column, CrowdData, CrowdInputError, choose_labels, label_index,
-                              looks_like_blocks, read_blocks, read_columns)
+from ..io.crowd_input import (STRICT, Column, CrowdData, CrowdInputError, RowPolicy,
+                              choose_labels, label_index, looks_like_blocks, read_blocks,
+                              read_columns)
+from .evaluate import split_prediction
 
 MAP_FORMAT = "pyvw-lite label map 1"
 
@@ -43,8 +45,9 @@ def _numeric(values: np.ndarray) -> bool:
 
 def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
                 features: tuple[str, ...] = (), n_labels: int | None = None,
-                shuffle_seed: int | None = None) -> ConvertReport:
-    """Write VW lines for every answer in ``answers`` (input order, or shuffled with a seed)."""
+                shuffle_seed: int | None = None, rows: RowPolicy = STRICT) -> ConvertReport:
+    """Write VW lines for every answer in ``answers`` (input order, or shuffled with a seed);
+    ``rows`` says what a malformed answer does (raise, or skip it with a warning)."""
     for reserved in ("rater", "task"):
         if reserved in features:
             raise CrowdInputError(f"--features: {reserved!r} is already a namespace")
@@ -52,9 +55,12 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
     if looks_like_blocks(answers):
         if features:
             raise CrowdInputError(f"{answers}: item blocks have no extra columns for --features")
-        columns = _block_columns(read_blocks(answers))
+        columns = _block_columns(read_blocks(answers, rows=rows))
     else:
-        columns = read_columns(answers, ("task", "worker", "label"), optional=tuple(features))
+        columns = read_columns(answers, ("task", "worker", "label"), rows,
+                               optional=tuple(features))
+    if columns["label"].codes.size == 0:
+        raise CrowdInputError(f"{answers}: no answers")
     label_names = choose_labels([str(v) for v in columns["label"].values.tolist()], n_labels,
                                  answers)
     index = label_index(label_names)
@@ -123,15 +129,16 @@ def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
             fields = line.split()
             if not fields:
                 continue
+            prediction, rest = split_prediction(fields)
             try:
-                k = int(float(fields[0]))
+                k = int(float(prediction))
             except ValueError:
-                raise CrowdInputError(f"{predictions}:{line_number}: prediction {fields[0]!r} is "
-                                      "not a class number") from None
+                raise CrowdInputError(f"{predictions}:{line_number}: prediction {prediction!r} "
+                                      "is not a class number") from None
             if not 1 <= k <= len(names):
                 raise CrowdInputError(f"{predictions}:{line_number}: class {k} outside "
                                       f"1..{len(names)} of {label_map}")
-            rows.append((fields[1] if len(fields) > 1 else str(line_number), names[k - 1]))
+            rows.append((rest[0] if rest else str(line_number), names[k - 1]))
     with atomic_write(out, binary=False) as handle:
         handle.write("task,label\n")
         handle.writelines(f"{task},{label}\n" for task, label in rows)

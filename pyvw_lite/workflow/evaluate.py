@@ -139,14 +139,13 @@ def _natural(text: str):
 
 def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
     """``(line, first token)`` of every non-empty line (``""`` for a line without a label);
-    with ``scores``, a ``--scores``/``--probabilities`` line (``1:s1 2:s2 ...``) gives the
-    class with the largest value, the lowest class on ties (how the model predicted)."""
+    with ``scores``, the prediction of a ``-p`` line (:func:`split_prediction`)."""
     tokens = []
     with open(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = line.split()
-            if scores and len(fields) > 1 and ":" in fields[1]:
-                fields = [_argmax_class(fields)]
+            if scores and fields:
+                fields = [split_prediction(fields)[0]]
             if fields and not fields[0].startswith("|"):
                 tokens.append((line_number, fields[0]))
             elif fields:
@@ -154,8 +153,13 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
     return tokens
 
 
-def _argmax_class(fields: list[str]) -> str:
-    best, best_value = fields[0], -math.inf
+def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
+    """A ``-p`` line's prediction and the fields after it (the tag).  A ``--scores`` or
+    ``--probabilities`` line (``1:s1 2:s2 ... [tag]``) predicts the class with the largest
+    value, the lowest class on ties, as the model did."""
+    if len(fields) < 2 or ":" not in fields[1]:
+        return fields[0], fields[1:]
+    best, best_value, used = fields[0], -math.inf, 0
     for field in fields:
         name, _, value = field.rpartition(":")
         try:
@@ -164,9 +168,10 @@ def _argmax_class(fields: list[str]) -> str:
             break  # the tag
         if not name:
             break
+        used += 1
         if number > best_value:
             best, best_value = name, number
-    return best
+    return best, fields[used:]
 
 
 def _class_text(token: str) -> str:
