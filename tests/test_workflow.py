@@ -2,6 +2,7 @@
 configured experiment."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -139,6 +140,17 @@ def test_split_follows_the_hash_rule_and_reports_overlap(tmp_path):
     assert (tmp_path / "te2").read_text() == (tmp_path / "te").read_text() and again == report
     with pytest.raises(ValueError, match="strictly between"):
         split_file(str(source), str(tmp_path / "a"), str(tmp_path / "b"), 1.0)
+    # a .gz source splits as its lines do; a .gz output is gzip data; a cut .gz is an error
+    packed = tmp_path / "all.vw.gz"
+    packed.write_bytes(gzip.compress(source.read_bytes()))
+    assert split_file(str(packed), str(tmp_path / "tr3.gz"), str(tmp_path / "te3"), 0.25,
+                      seed=3) == report
+    assert gzip.decompress((tmp_path / "tr3.gz").read_bytes()) == (tmp_path / "tr").read_bytes()
+    assert (tmp_path / "te3").read_bytes() == (tmp_path / "te").read_bytes()
+    cut = tmp_path / "cut.vw.gz"
+    cut.write_bytes(packed.read_bytes()[:200])
+    with pytest.raises(ValueError, match="cut.vw.gz: compressed data ends early"):
+        split_file(str(cut), str(tmp_path / "a"), str(tmp_path / "b"))
 
 
 def test_wilson_interval_and_confusion():

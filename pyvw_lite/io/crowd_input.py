@@ -256,14 +256,11 @@ def _open_text(path: str):
     if path.endswith(".gz"):
         # whole, or not at all: EM over the part of a damaged file before the damage would
         # give other labels without a word
-        from .source import GzipReader
-        reader = GzipReader(path)
+        from .source import read_whole
         try:
-            data = reader.read(1 << 62)
-        finally:
-            reader.close()
-        if reader.damage:
-            raise CrowdInputError(f"{path}: {reader.damage}")
+            data = read_whole(path)
+        except ValueError as exc:
+            raise CrowdInputError(str(exc)) from None
         return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
 

@@ -89,6 +89,22 @@ class GzipReader:
         return data[:size]
 
 
+def read_whole(path: str) -> bytes:
+    """A file's bytes, ``.gz`` decompressed; a damaged ``.gz`` raises ``ValueError`` naming the
+    file (for the tools that need all of a file or nothing)."""
+    if not path.endswith(".gz"):
+        with open(path, "rb") as handle:
+            return handle.read()
+    reader = GzipReader(path)
+    try:
+        data = reader.read(1 << 62)
+    finally:
+        reader.close()
+    if reader.damage:
+        raise ValueError(f"{path}: {reader.damage}")
+    return data
+
+
 class LineChunks:
     """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 

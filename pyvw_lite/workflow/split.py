@@ -1,4 +1,4 @@
-"""Seeded train/test split of text lines (SPEC §G): a line goes to the test file iff
+"""Seeded train/test split of text lines (plain or ``.gz``; SPEC §G): a line goes to the test file iff
 ``murmur3_32(line bytes without the newline, seed) < fraction * 2**32``.
 
 The decision depends on the line alone, so it is deterministic, independent of order, and the
@@ -7,6 +7,7 @@ test lines also occur in training (the seed's experiment needs both sides to sha
 """
 from __future__ import annotations
 
+import gzip
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..io.atomic import atomic_write
 from ..io.hashing import murmur_ranges
+from ..io.source import read_whole
 from ..io.vw_text import split_lines
 
 _NAMESPACE = re.compile(rb"\|(rater|task)(?::\S*)?\s+([^|\s]+)")
@@ -42,8 +44,7 @@ def split_file(path: str, train: str, test: str, test_fraction: float = 1 / 16, 
                ) -> SplitReport:
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"--test_fraction must lie strictly between 0 and 1, not {test_fraction}")
-    with open(path, "rb") as handle:
-        data = handle.read()
+    data = read_whole(path)
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
     starts, ends, _ = split_lines(buf, True)
     ends = np.where((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13), ends - 1, ends)  # CRLF
@@ -55,9 +56,9 @@ def split_file(path: str, train: str, test: str, test_fraction: float = 1 / 16, 
     test_lines = [line for line, flag in zip(lines, to_test.tolist()) if flag]
     train_lines = [line for line, flag in zip(lines, to_test.tolist()) if not flag]
     for out, chosen in ((train, train_lines), (test, test_lines)):
-        with atomic_write(out) as handle:
-            if chosen:
-                handle.write(b"\n".join(chosen) + b"\n")
+        text = b"\n".join(chosen) + b"\n" if chosen else b""
+        with atomic_write(out) as handle:  # a .gz name gets gzip data, which -d reads
+            handle.write(gzip.compress(text, mtime=0) if out.endswith(".gz") else text)
     report = SplitReport(train_lines=len(train_lines), test_lines=len(test_lines), test_raters=0,
                          test_raters_in_train=0, test_tasks=0, test_tasks_in_train=0)
     for namespace, total, shared in ((b"rater", "test_raters", "test_raters_in_train"),
