@@ -189,7 +189,7 @@ def test_mcnemar_p_value_is_the_exact_binomial_test(worse, better):
 @pytest.mark.parametrize("flags", [["--scores"], ["--probabilities"]])
 def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
     """A --scores / --probabilities file scores the class the model predicted (its argmax,
-    the lowest class on ties), as the plain -p file of the same run does."""
+    the lowest class on ties), as the plain -p file of the same run does; data may be .gz."""
     data = tmp_path / "d.vw"
     rng = np.random.default_rng(3)
     data.write_text("".join(f"{rng.integers(1, 4)} t{k}|a x{rng.integers(5)}\n"
@@ -199,7 +199,9 @@ def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
     assert main(base + ["-p", str(plain), "--loss_function", "logistic"]) == 0
     assert main(base + flags + ["-p", str(scored), "--loss_function", "logistic"]) == 0
     expected = evaluate_predictions(str(plain), str(data))
-    result = evaluate_predictions(str(scored), str(data))
+    packed = tmp_path / "d.vw.gz"
+    packed.write_bytes(gzip.compress(data.read_bytes()))
+    result = evaluate_predictions(str(scored), str(packed))
     assert result.errors == expected.errors and 0 < result.errors < 200
     assert np.array_equal(result.confusion, expected.confusion)
     assert np.array_equal(result.hits, expected.hits)

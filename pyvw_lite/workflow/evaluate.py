@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.crowd_input import CrowdInputError, read_columns
+from ..io.source import read_whole
 
 Z_95 = 1.959963984540054
 
@@ -141,15 +142,18 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
     """``(line, first token)`` of every non-empty line (``""`` for a line without a label);
     with ``scores``, the prediction of a ``-p`` line (:func:`split_prediction`)."""
     tokens = []
-    with open(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if scores and fields:
-                fields = [split_prediction(fields)[0]]
-            if fields and not fields[0].startswith("|"):
-                tokens.append((line_number, fields[0]))
-            elif fields:
-                tokens.append((line_number, ""))
+    try:
+        text = read_whole(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for line_number, line in enumerate(text.split("\n"), start=1):  # lines end at \\n only, as VW reads them
+        fields = line.split()
+        if scores and fields:
+            fields = [split_prediction(fields)[0]]
+        if fields and not fields[0].startswith("|"):
+            tokens.append((line_number, fields[0]))
+        elif fields:
+            tokens.append((line_number, ""))
     return tokens
 
 
