@@ -146,7 +146,7 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
         text = read_whole(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    for line_number, line in enumerate(text.split("\n"), start=1):  # lines end at LF only, as VW reads them
+    for line_number, line in enumerate(text.split("\n"), start=1):  # LF ends a line (VW)
         fields = line.split()
         if scores and fields:
             fields = [split_prediction(fields)[0]]
