@@ -30,8 +30,8 @@ def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdou
     label out of range (NaN for the others)."""
     if reduction is not None:
         labels = np.zeros(truth.shape[0])
-        label_text = lambda i: (reduction.label_text(int(truth[i])) if np.isnan(shown[i])  # noqa: E731
-                                else f"{shown[i]:g}")
+        def label_text(i):
+            return reduction.label_text(int(truth[i])) if np.isnan(shown[i]) else f"{shown[i]:g}"
         prediction_text = lambda i: reduction.label_text(int(pred[i]))  # noqa: E731
     else:
         labels = truth

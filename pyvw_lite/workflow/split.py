@@ -1,5 +1,5 @@
-"""Seeded train/test split of text lines (plain or ``.gz``; SPEC §G): a line goes to the test file iff
-``murmur3_32(line bytes without the newline, seed) < fraction * 2**32``.
+"""Seeded train/test split of text lines, plain or ``.gz`` (SPEC §G): a line goes to the test
+file iff ``murmur3_32(line bytes without the newline, seed) < fraction * 2**32``.
 
 The decision depends on the line alone, so it is deterministic, independent of order, and the
 same line always lands on the same side.  The report counts how many raters and tasks of the
