@@ -89,13 +89,19 @@ class OnlineLearner:
             raise ValueError("probabilities need --oaa or --sft")
         probabilities = logistic(scores[0])
         probabilities /= probabilities.sum()
-        return {ws.reduction.label_text(c): float(p) for c, p in enumerate(probabilities)}
+        return {self._label(c): float(p) for c, p in enumerate(probabilities)}
+
+    def _label(self, c: int) -> int | str:
+        """Class ``c`` as the caller writes labels: its name under --named_labels, else the
+        integer VW prints (so ``predict_one(x) == y`` holds for integer labels)."""
+        reduction = self.workspace.reduction
+        text = reduction.label_text(int(c))
+        return text if reduction.names is not None else int(text)
 
     def _outputs(self, pred: np.ndarray) -> np.ndarray:
-        reduction = self.workspace.reduction
-        if reduction is None:
+        if self.workspace.reduction is None:
             return pred
-        return np.array([reduction.label_text(int(c)) for c in pred], dtype=object)
+        return np.array([self._label(c) for c in pred], dtype=object)
 
     def save(self, path: str) -> None:
         self.workspace.save(path)
