@@ -408,12 +408,12 @@ class Workspace:
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
-        def log(row, text):
+        def log(row, text, outcome):
             where = f"{batch.source}:{batch.first_line + int(row)}"
             if self.options.strict_parse:
                 raise ParseError(f"{where}: {text} (line: {batch.line_text(int(row))!r})")
             if report:
-                self._log(f"[warning] {where}: {text}")
+                self._log(f"[warning] {where}: {text}; {outcome}")
 
         from .reductions.multiclass import INVALID, UNLABELLED
         classes = self.reduction.classes_of(batch, rows, log, self._log if report else

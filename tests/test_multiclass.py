@@ -363,7 +363,8 @@ def test_label_indexing_does_not_depend_on_how_lines_are_batched():
             buf = np.frombuffer(data, np.uint8)
             starts, ends, _ = split_lines(buf, final=True)
             batch = parse_buffer(buf, starts, ends, record_spans=True, source="t.vw")
-            classes += reduction.classes_of(batch, np.arange(len(part)), lambda row, text: None,
+            classes += reduction.classes_of(batch, np.arange(len(part)),
+                                            lambda row, text, outcome: None,
                                             lambda text: None).tolist()
         assert classes == [1, 0, 2, 0, 1, 0, 2, 1], cut  # 1..K up to the 0, then 0..K-1
 

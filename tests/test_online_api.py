@@ -46,3 +46,16 @@ def test_a_malformed_example_raises_instead_of_vanishing():
     assert not model.workspace.weights.any()  # nothing was learned from either
     lenient = OnlineLearner("--loss_function logistic", strict_parse=False)
     assert lenient.learn_many([{"f": {"x": 1.0}}, {"f": {"x": 1.0}}], ["yes", 1]).shape == (1,)
+
+
+def test_a_bad_class_label_raises_with_the_problem_only():
+    """The exception names the label and the line; 'example skipped' belongs to the
+    lenient mode's warning, not to an error that stops the call."""
+    import pytest
+    from pyvw_lite.workspace import ParseError
+    model = OnlineLearner("--oaa 3 --named_labels cat,dog,emu")
+    with pytest.raises(ParseError, match=r"'zebra' is not one of --named_labels cat,dog,emu "
+                                         r"\(line: 'zebra 1.0 \|f x:1.0'\)$"):
+        model.learn_one({"f": {"x": 1.0}}, "zebra")
+    with pytest.raises(ParseError, match=r"multiclass label 1.5 is not an integer \(line"):
+        OnlineLearner("--oaa 3").learn_one({"f": {"x": 1.0}}, 1.5)

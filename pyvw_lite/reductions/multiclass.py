@@ -19,6 +19,7 @@ from ..options import OptionError, Options
 
 UNLABELLED = -1
 INVALID = -2
+SKIPPED = "example skipped"  # what a report says happened to its example (when not fatal)
 
 
 def class_buffers(n_classes: int, mask: int, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -119,7 +120,8 @@ class MulticlassReduction:
         return str(value + (0 if self.indexing == 0 else 1))
 
     def classes_of(self, batch: ParsedBatch, rows: np.ndarray, log, where) -> np.ndarray:
-        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID`` (reported via ``log``).
+        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID``, each problem reported as
+        ``log(row, text, outcome)``.
 
         Indexing is decided in stream order, as VW does: rows before the first 0 or K keep the
         default 1..K, rows from it on use what it showed.  Reports come in row order."""
@@ -132,14 +134,14 @@ class MulticlassReduction:
                 index = self.name_index.get(token)
                 if index is None:
                     log(row, f"label {token.decode('utf-8', 'replace')!r} is not one of "
-                             f"--named_labels {','.join(self.names)}; example skipped")
+                             f"--named_labels {','.join(self.names)}", SKIPPED)
                     result[k] = INVALID
                 else:
                     result[k] = index
             return result
         values = batch.ex_float[rows, LABEL]
         integral = labelled & (values == np.floor(values))
-        reports = [(k, f"multiclass label {values[k]:g} is not an integer; example skipped")
+        reports = [(k, f"multiclass label {values[k]:g} is not an integer", SKIPPED)
                    for k in np.flatnonzero(labelled & ~integral)]
         result[labelled & ~integral] = INVALID
         positions = np.flatnonzero(integral)
@@ -151,27 +153,26 @@ class MulticlassReduction:
                 first = int(found[0])
                 self.indexing = 0 if integers[first] == 0 else 1
                 offsets[first:] = self.indexing
-                reports.append((int(positions[first]), None))
+                reports.append((int(positions[first]), None, None))
         index = integers - offsets
         batch.out_of_range = np.zeros(batch.ex_int.shape[0], dtype=bool)
         for k in np.flatnonzero((index < 0) | (index >= self.classes)):
             low, high = offsets[k], self.classes - 1 + offsets[k]
+            text = f"label {integers[k]} is not in {{{low},{high}}}"
             if self.out_of_range == "last":
-                text, index[k] = f"label {integers[k]} is not in {{{low},{high}}}; using {high}", \
-                    self.classes - 1
+                index[k], outcome = self.classes - 1, f"using {high}"
                 batch.out_of_range[rows[positions[k]]] = True
             else:
-                text, index[k] = (f"label {integers[k]} is not in {{{low},{high}}}; "
-                                  "example skipped"), INVALID
-            reports.append((int(positions[k]), text))
+                index[k], outcome = INVALID, SKIPPED
+            reports.append((int(positions[k]), text, outcome))
         result[positions] = index
-        for k, text in sorted(reports, key=lambda report: report[0]):
+        for k, text, outcome in sorted(reports, key=lambda report: report[0]):
             if text is None:
                 value = integers[np.searchsorted(positions, k)]
                 where(f"[info] label {value} found -- labels are now considered "
                       f"{self.indexing}-indexed.")
             else:
-                log(rows[k], text)
+                log(rows[k], text, outcome)
         return result
 
     @property
