@@ -24,15 +24,18 @@ from .workspace import ParseError, Workspace, _prefetch, format_prediction
 
 
 def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
-                     labelled, pred, features, shown) -> None:
+                     labelled, pred, features, shown, confidence) -> None:
     """Feed examples, in order, to the progress table; ``truth`` holds the labels, or the
     class indices under a multiclass reduction, where ``shown`` holds the label as read for a
-    label out of range (NaN for the others)."""
+    label out of range and ``confidence`` the predicted class's probability under
+    --probabilities (NaN otherwise)."""
     if reduction is not None:
         labels = np.zeros(truth.shape[0])
         def label_text(i):
             return reduction.label_text(int(truth[i])) if np.isnan(shown[i]) else f"{shown[i]:g}"
-        prediction_text = lambda i: reduction.label_text(int(pred[i]))  # noqa: E731
+        def prediction_text(i):
+            text = reduction.label_text(int(pred[i]))
+            return text if np.isnan(confidence[i]) else f"{text}({confidence[i]:.0%})"
     else:
         labels = truth
         label_text = lambda i: f"{truth[i]:.4f}" if labelled[i] else "unknown"  # noqa: E731
@@ -121,7 +124,10 @@ class Driver:
         else:
             lines.append(f"creating cache_file = {cache_path}" if cache_path else "using no cache")
             lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
-        top = [ws.reduction.name] if ws.reduction is not None else ["count_label"]
+        top = ["count_label"]
+        if ws.reduction is not None:  # VW names the scoring variants oaa-prob and oaa-scores
+            suffix = "-prob" if o.probabilities else "-scores" if o.scores else ""
+            top = [ws.reduction.name + suffix]
         learners = ["gd"] + (["dyad"] if ws.dyadic is not None else []) \
             + (["active-simulation"] if ws.active is not None else []) \
             + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
@@ -131,8 +137,9 @@ class Driver:
         if o.passes > 1:
             lines.append(f"decay_learning_rate = {o.decay_learning_rate:g}")
         kind = "MULTICLASS" if ws.reduction is not None else None
+        shown = "SCALARS" if kind and (o.scores or o.probabilities) else kind or "SCALAR"
         lines += ["Enabled learners: " + ", ".join(learners),
-                  f"Input label = {kind or 'SIMPLE'}", f"Output pred = {kind or 'SCALAR'}"]
+                  f"Input label = {kind or 'SIMPLE'}", f"Output pred = {shown}"]
         return lines
 
     # ------------------------------------------------------------------ batches
@@ -325,6 +332,9 @@ class Driver:
         else:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
         shown = np.full(rows.size, np.nan)
+        confidence = np.full(rows.size, np.nan)
+        if multiclass is not None and self.o.probabilities and rows.size:
+            confidence = raw[np.arange(rows.size), pred.astype(np.int64)]
         if multiclass is not None:
             truth = batch.classes[rows]
             labelled = truth >= 0
@@ -335,7 +345,8 @@ class Driver:
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
         self._account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
-                      truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown)
+                      truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
+                      confidence=confidence)
         requests = np.concatenate(ws.requests) if ws.requests else None
         for handle, which in writers:
             if which == 1 and multiclass is not None:

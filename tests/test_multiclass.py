@@ -304,6 +304,19 @@ def test_raw_predictions_of_multiclass_models_as_vw(flags, raw, tmp_path):
         assert pred_file.read_text() == "1:0 2:0 3:0 tg\n1:0.253466 2:-0.253466 3:-0.253466\n"
 
 
+@pytest.mark.parametrize("flags, fixture", [
+    (["--probabilities", "--loss_function", "logistic"], "probabilities"),
+    (["--scores"], "scores")])
+def test_scoring_oaa_table_as_vw(flags, fixture, tmp_path):
+    """VW's preamble (oaa-prob / oaa-scores, SCALARS), every row of the table (with the
+    predicted class's probability, ``3(24%)``) and the summary, byte for byte."""
+    lines = gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode().splitlines(True)
+    (tmp_path / "d.vw").write_text("".join(lines[:60]))
+    err = run_workspace(["-d", "d.vw", "--oaa", "5", *flags, "-P", "1", "--vw_layout"],
+                        cwd=tmp_path)[1]
+    assert err == (HERE / f"vw.oaa.rt60.{fixture}.stderr").read_text()
+
+
 def test_out_of_range_oaa_label_is_learned_as_class_k_and_counted_wrong(tmp_path):
     """VW learns a label above K as class K once the indexing is known, but the prediction
     is never right and the table shows the label as read."""

@@ -37,7 +37,8 @@ from .executor import executor_from
 AVERAGING = ("adaptive", "mean")
 NOT_SHARDED = ("data", "final_regressor", "initial_regressor", "predictions", "raw_predictions",
                "readable_model", "invert_hash", "cache", "cache_file", "executor")
-RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown")
+RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown",
+                 "confidence")
 
 
 # ---------------------------------------------------------------------- shards
