@@ -180,8 +180,10 @@ class Driver:
         return outputs
 
     def _raw_score_lines(self, batch: ParsedBatch, rows: np.ndarray, scores: np.ndarray) -> str:
-        """VW's -r lines of a scoring multiclass model: `` 1:s1 2:s2 ... [tag]``."""
-        names = [self.ws.reduction.label_text(c) for c in range(scores.shape[1])]
+        """VW's -r lines of a scoring multiclass model: `` 1:s1 2:s2 ... [tag]``, classes by
+        number even under --named_labels (as VW writes them)."""
+        first = 0 if self.ws.reduction.indexing == 0 else 1
+        names = [str(c + first) for c in range(scores.shape[1])]
         lines = []
         for row, values in zip(rows.tolist(), scores.tolist()):
             tag = self.ws._tag(batch, row)

@@ -317,6 +317,17 @@ def test_scoring_oaa_table_as_vw(flags, fixture, tmp_path):
     assert err == (HERE / f"vw.oaa.rt60.{fixture}.stderr").read_text()
 
 
+def test_raw_predictions_number_the_classes_under_named_labels(tmp_path):
+    """VW writes -r with class numbers even when -p names them."""
+    data = tmp_path / "d.vw"
+    data.write_text("cat tg|a x\ndog |a y\n")
+    raw, pred = tmp_path / "r", tmp_path / "p"
+    run_workspace(["-d", str(data), "--oaa", "3", "--named_labels", "cat,dog,emu", "-r",
+                   str(raw), "-p", str(pred), "--quiet"])
+    assert raw.read_text() == " 1:0 2:0 3:0 tg\n 1:0.253466 2:-0.253466 3:-0.253466\n"
+    assert pred.read_text() == "cat tg\ncat\n"
+
+
 def test_out_of_range_oaa_label_is_learned_as_class_k_and_counted_wrong(tmp_path):
     """VW learns a label above K as class K once the indexing is known, but the prediction
     is never right and the table shows the label as read."""
