@@ -8,6 +8,7 @@ or a value of the wrong type is an :class:`OptionError` naming it.
 """
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -250,6 +251,9 @@ class Options:
         return argv
 
 
+UNBOUNDED = ("min_prediction", "max_prediction")
+
+
 def _convert(opt: Option, text: str) -> Any:
     if opt.choices and text not in opt.choices:
         raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
@@ -258,11 +262,17 @@ def _convert(opt: Option, text: str) -> Any:
         if opt.kind == INT:
             return int(text)
         if opt.kind == FLOAT:
-            return float(text)
+            value = float(text)
+        else:
+            return text
     except ValueError:
         raise OptionError(f"option '--{opt.name}': {text!r} is not a valid "
                           f"{'integer' if opt.kind == INT else 'number'}") from None
-    return text
+    # a NaN or infinite rate, time or size turns every weight into NaN without a word (VW
+    # runs on); only the prediction bounds may be infinite
+    if math.isnan(value) or (math.isinf(value) and opt.name not in UNBOUNDED):
+        raise OptionError(f"option '--{opt.name}': {text!r} must be a finite number")
+    return value
 
 
 def _lookup_long(name: str) -> Option:

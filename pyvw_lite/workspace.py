@@ -172,6 +172,9 @@ class Workspace:
         # the dyadic learner's linear terms take adaptive per-feature rates unless told otherwise
         # (their squared gradients live in column G); then -l keeps VW's adaptive default
         dyadic_adaptive = bool(o.dyad) and not o.dyad_plain_rate
+        if not initial_t >= 0.0 and (not self.adaptive or o.dyad):  # VW: NaN updates
+            raise OptionError(f"option '--initial_t': {initial_t:g} must be at least 0 (the "
+                              "learning rate decays as (initial_t + t)^-power_t)")
         if (not (self.adaptive and self.normalized) and not dyadic_adaptive
                 and "learning_rate" not in o.given):
             eta = 10.0

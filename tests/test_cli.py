@@ -46,6 +46,27 @@ def test_option_errors_name_the_option(args, needle, capsys):
     assert needle in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["-l", "nan"], "'--learning_rate': 'nan' must be a finite number"),
+    (["--power_t", "inf"], "'--power_t': 'inf' must be a finite number"),
+    (["-C", "nan"], "'--constant': 'nan' must be a finite number"),
+    (["--sgd", "--initial_t", "-5"], "'--initial_t': -5 must be at least 0"),
+    (["--normalized", "--initial_t", "-5"], "'--initial_t': -5 must be at least 0"),
+    (["--dyad", "rt", "--initial_t", "-1"], "'--initial_t': -1 must be at least 0"),
+    (["--dyad", "rt", "--dyad_noise", "-0.1"], "'--dyad_noise': -0.1 must be a finite size"),
+    (["--dyad", "rt", "--ode_rtol", "0", "--ode_atol", "0"], "not both 0"),
+    (["--dyad", "rt", "--ode_rtol", "-1e-7"], "tolerances must be finite, at least 0"),
+])
+def test_values_that_would_poison_the_weights_are_refused(args, needle, rater_task_file,
+                                                          capsys):
+    """NaN or infinite rates, a negative time in the plain schedule, a negative perturbation
+    or tolerance: VW learns NaNs (or worse, here a traceback); these are errors naming the
+    option."""
+    assert main(["-d", str(rater_task_file), *args, "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
 def test_multiple_passes_need_a_cache(rater_task_file, capsys):
     assert main(["-d", str(rater_task_file), "--passes", "2"]) == 1
     assert "need a cache file for multiple passes" in capsys.readouterr().err

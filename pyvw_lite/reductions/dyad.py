@@ -14,6 +14,8 @@ small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8)
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..io.hashing import murmur3_u32, murmur_ranges
@@ -523,6 +525,14 @@ class Dyadic:
             pairs.append(list(raw))
         if options.rank < 1:
             raise OptionError(f"option '--rank': {options.rank} must be at least 1")
+        if not 0.0 <= options.dyad_noise < math.inf:
+            raise OptionError(f"option '--dyad_noise': {options.dyad_noise:g} must be a finite "
+                              "size, at least 0")
+        tolerances = (options.ode_rtol, options.ode_atol)
+        if not all(0.0 <= tol < math.inf for tol in tolerances) or not any(tolerances):
+            raise OptionError(f"options '--ode_rtol {options.ode_rtol:g} --ode_atol "
+                              f"{options.ode_atol:g}': tolerances must be finite, at least 0, "
+                              "and not both 0")
         self.pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         self.rank = options.rank
         self.shift = 0.0 if options.dyad_plain else 1.0
