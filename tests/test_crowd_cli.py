@@ -227,3 +227,38 @@ def test_options_of_the_other_mode_are_flagged(answers, capsys):
     assert code == 1 and "--test_only are for online EM" in err
     code, err = run([str(folder / "answers.csv"), "--max_iters", "5"], capsys)
     assert code == 0 and "--max_iters and --tol only affect batch EM" in err
+
+
+def test_continuing_a_model_refuses_options_that_reshape_it(answers, capsys, tmp_path):
+    folder, _ = answers
+    data = str(folder / "answers.csv")
+    model = tmp_path / "crowd.pvw"
+    assert run([data, "-f", str(model), "--quiet"], capsys)[0] == 0
+    before = model.read_bytes()
+    for extra, message in (
+            (["--n_labels", "4"], "trained with --n_labels 3, not with --n_labels 4"),
+            (["--symmetric"], "trained with no --symmetric, not with --symmetric"),
+            (["--sigma_b", "1"], "trained with --sigma_b 0, not with --sigma_b 1"),
+            (["--n_worker_bits", "8"], "trained with --n_worker_bits 16, not with --n_worker_bits 8"),
+            (["--worker_map", "exact"], "trained with --worker_map hash, not with --worker_map exact"),
+            (["--no_hyper"], "trained with --sigma_mu 3, not with --no_hyper"),
+            (["--priorz", "1,2,1"], "not with --priorz 1,2,1"),
+            (["--method", "majority"], "--initial_model needs --method em")):
+        code, err = run([data, "-i", str(model), "-f", str(model), *extra], capsys)
+        assert code == 1 and message in err, (extra, err)
+        assert model.read_bytes() == before
+    # options at the model's own values, and a new schedule, are accepted
+    code, err = run([data, "-i", str(model), "--n_labels", "3", "--priorz", "2,2,2", "--eta", "5",
+                     "-f", str(model)], capsys)
+    assert code == 0, err
+    assert "eta = 5.000000" in err
+
+
+def test_baselines_refuse_model_outputs_before_writing_anything(answers, capsys, tmp_path):
+    folder, _ = answers
+    out = tmp_path / "labels.csv"
+    for extra in (["-f", str(tmp_path / "m.pvw")], ["--workers", str(tmp_path / "w.csv")], ["-t"]):
+        code, err = run([str(folder / "answers.csv"), "--method", "majority", "-p", str(out),
+                         *extra], capsys)
+        assert code == 1 and "needs --method em" in err
+        assert not out.exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,12 +59,7 @@ class CrowdRun:
 
 def _config(run: CrowdRun, data: CrowdData):
     from ..crowd.model import CrowdConfig
-    priorz = []
-    if run.priorz:
-        try:
-            priorz = [float(value) for value in run.priorz.split(",")]
-        except ValueError:
-            raise ValueError(f"--priorz {run.priorz!r}: expected comma-separated numbers") from None
+    priorz = _priorz(run.priorz) if run.priorz else []
     return CrowdConfig(n_labels=data.n_labels, label_names=data.label_names, priorz=priorz,
                        learn_priorz=run.learn_priorz, symmetric=run.symmetric, nu=run.nu,
                        sigma_alpha=run.sigma_alpha, sigma_mu=0.0 if run.no_hyper else run.sigma_mu,
@@ -72,6 +67,56 @@ def _config(run: CrowdRun, data: CrowdData):
                        worker_map=run.worker_map or ("exact" if run.batch else "hash"),
                        n_worker_bits=run.n_worker_bits, eta=run.eta, rho=run.rho,
                        initial_t=run.initial_t, n_items=run.n_items)
+
+
+# Options that shape a saved model (its label set, parameters and worker table): continuing with
+# another value would silently mean a different model, so -i refuses it.  The schedule (eta, rho,
+# initial_t, n_items) may change between runs, as VW lets -l change under -i.
+MODEL_SHAPE = ("n_labels", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu", "sigma_b",
+               "kappa", "worker_map", "n_worker_bits")
+SCHEDULE = ("eta", "rho", "initial_t", "n_items")
+
+
+def _flag_text(name: str, value) -> str:
+    """How the command line spells an option's value."""
+    if name == "sigma_mu" and value == 0.0:
+        return "--no_hyper"
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no_{name}" if name == "learn_priorz" else \
+            f"no --{name}"
+    return f"--{name} {value:g}" if isinstance(value, float) else f"--{name} {value}"
+
+
+def _continue_model(run: CrowdRun, model, path: str) -> None:
+    """Refuse a model-shaping option that contradicts the model; apply a changed schedule.
+
+    An option at its default counts as not given: the model's value stands."""
+    config = model.config
+    given = {name: getattr(run, name) for name in MODEL_SHAPE + SCHEDULE}
+    given["sigma_mu"] = 0.0 if run.no_hyper else run.sigma_mu
+    unset = dict(DEFAULTS, n_labels=None, worker_map=None)
+    for name in MODEL_SHAPE:
+        value, kept = given[name], getattr(config, name)
+        if value != unset[name] and value != kept:
+            raise ValueError(f"{path}: the model was trained with {_flag_text(name, kept)}, not "
+                             f"with {_flag_text(name, value)}")
+    if run.priorz:
+        wanted = np.array(_priorz(run.priorz))
+        if wanted.size != config.n_labels or not np.allclose(wanted / wanted.sum(), config.priorz,
+                                                             rtol=1e-9, atol=0.0):
+            shown = ",".join(f"{value:g}" for value in config.priorz)
+            raise ValueError(f"{path}: the model was trained with --priorz {shown}, not with "
+                             f"--priorz {run.priorz}")
+    changed = {name: given[name] for name in SCHEDULE if given[name] != DEFAULTS[name]}
+    if changed:
+        model.config = replace(config, **changed)  # validated again by __post_init__
+
+
+def _priorz(text: str) -> list[float]:
+    try:
+        return [float(value) for value in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--priorz {text!r}: expected comma-separated numbers") from None
 
 
 def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
@@ -97,7 +142,14 @@ def run(run: CrowdRun) -> int:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
     if run.passes < 1:
         raise ValueError("--passes must be at least 1")
+    if run.method != "em":
+        for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
+                            ("--final_model", run.final_model), ("--workers", run.workers)):
+            if value:
+                raise ValueError(f"{flag} needs --method em (the baselines keep no model)")
     model = CrowdModel.load(run.initial_model) if run.initial_model else None
+    if model is not None and not run.batch:
+        _continue_model(run, model, run.initial_model)
     started = time.perf_counter()
     rows = RowPolicy(strict=run.strict_parse, warn=(lambda text: err.write(text + "\n"))
                      if err else None)
@@ -199,14 +251,10 @@ def run(run: CrowdRun) -> int:
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)
     if run.workers:
-        if run.method != "em":
-            raise ValueError("--workers needs --method em (the baselines keep no confusion matrices)")
         slots = model.worker_slots(data.worker_names, grow=False)
         write_workers(run.workers, model, data.worker_names, slots,
                       np.bincount(data.rating_worker, minlength=len(data.worker_names)))
     if run.final_model:
-        if run.method != "em":
-            raise ValueError("--final_model needs --method em")
         model.save(run.final_model)
     if err:
         err.write("\nfinished run\n")
