@@ -3,6 +3,7 @@ configured experiment."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 from pathlib import Path
@@ -314,17 +315,44 @@ args = "--sft {{K}} --dyad rt --rank 1 -l 1"
                        plot=False)
 
 
+MODEL = "[[models]]\nname = 'linear'\nargs = '--sft {K}'\n"
+
+
 def test_experiment_config_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[experiment]\nanswers = 'a'\ndata = 'b'\n")
     with pytest.raises(ConfigError, match="exactly one of"):
         load_config(str(bad))
     bad.write_text("[experiment]\nanswers = 'a'\n[[models]]\nname = 'x'\n")
-    with pytest.raises(ConfigError, match="model 1 needs name = and args ="):
+    with pytest.raises(ConfigError, match=r"\[\[models\]\] 1: needs args = \(or constant"):
         load_config(str(bad))
     bad.write_text("not toml [")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(str(bad))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("passes = 'five'\n" + MODEL, r"\[experiment\]: passes = 'five' should be int"),
+    ("seed = true\n" + MODEL, "seed = True should be int"),
+    ("pases = 2\n" + MODEL, "unknown key 'pases'"),
+    ("test_fraction = 1.5\n" + MODEL, "test_fraction = 1.5 must lie strictly between 0 and 1"),
+    ("passes = 0\n" + MODEL, "passes = 0 must be at least 1"),
+    ("common = \"-b '3\"\n" + MODEL, "common: cannot split"),
+    ("baseline = 'lin'\n" + MODEL, "baseline = 'lin' names no model"),
+    (MODEL.replace("{K}", "{J}"), r"the only placeholder is \{K\}.*not \{J\}"),
+    (MODEL.replace("{K}", "{K} --bogus"), r"\[\[models\]\] 1: unrecognised option '--bogus'"),
+    (MODEL + MODEL, "a second model named 'linear'"),
+    (MODEL.replace("[[models]]", "[models]"), r"\[models\] must be an array of tables"),
+    (MODEL + "[[peer]]\nname = 'vw'\n", r"\[\[peer\]\] 1: needs args =$"),
+    (MODEL + "[extra]\nx = 1\n", r"unknown table \[extra\]"),
+])
+def test_a_bad_config_is_refused_before_any_work(tmp_path, text, message):
+    config = tmp_path / "bad.toml"
+    config.write_text("[experiment]\nanswers = 'missing.csv'\n" + text)
+    with pytest.raises(ConfigError, match=message):
+        run_experiment(str(config), str(tmp_path / "work"), with_peer=False, out=io.StringIO(),
+                       plot=False)
+    assert not (tmp_path / "work").exists()
 
 
 def test_bundled_configs_parse():

@@ -35,6 +35,7 @@ import io
 import json
 import os
 import shlex
+import string
 import subprocess
 import sys
 import time
@@ -43,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..options import OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import evaluate_predictions, paired_difference, wilson_interval
 from .peer import vw_available, vw_command
@@ -97,7 +99,46 @@ class ExperimentResult:
         return "\n".join(lines) + "\n"
 
 
+# The keys a config may hold, with their types; anything else is a typo and refused.
+EXPERIMENT_KEYS = {"name": str, "answers": str, "data": str, "test_fraction": (int, float),
+                   "seed": int, "passes": int, "common": str, "baseline": str}
+MODEL_KEYS = {"name": str, "args": str, "constant": bool}
+
+
+def _check_keys(where: str, table: dict, allowed: dict) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(allowed)})")
+        wanted = allowed[key]
+        if not isinstance(value, wanted) or isinstance(value, bool) and wanted is not bool:
+            kinds = " or ".join(kind.__name__ for kind in
+                                (wanted if isinstance(wanted, tuple) else (wanted,)))
+            raise ConfigError(f"{where}: {key} = {value!r} should be {kinds}")
+
+
+def _split_args(where: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: cannot split {text!r} into options ({exc})") from None
+
+
+def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> None:
+    """``{K}`` is the only placeholder; our own models' options must parse."""
+    fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+    if any(field != "K" for field in fields):
+        raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the number "
+                          f"of labels), not {{{next(f for f in fields if f != 'K')}}}")
+    argv = _split_args(where, text.format(K=2))
+    if ours:
+        try:
+            parse_argv(common + argv)
+        except OptionError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
 def load_config(path: str) -> dict:
+    """The config, checked whole before any work starts: every error names the file and key."""
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)
@@ -105,19 +146,50 @@ def load_config(path: str) -> dict:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    for key in config:
+        if key not in ("experiment", "models", "peer"):
+            raise ConfigError(f"{path}: unknown table [{key}] (known: [experiment], [[models]], "
+                              "[[peer]])")
     experiment = config.get("experiment")
     if not isinstance(experiment, dict):
         raise ConfigError(f"{path}: missing [experiment] table")
+    _check_keys(f"{path}: [experiment]", experiment, EXPERIMENT_KEYS)
     if not ("answers" in experiment) ^ ("data" in experiment):
         raise ConfigError(f"{path}: [experiment] needs exactly one of answers = (crowd triples) "
                           "or data = (VW lines)")
-    models = config.get("models", [])
-    if not models:
+    if not 0.0 < experiment.get("test_fraction", 0.5) < 1.0:
+        raise ConfigError(f"{path}: [experiment] test_fraction = {experiment['test_fraction']} "
+                          "must lie strictly between 0 and 1")
+    if experiment.get("passes", 1) < 1:
+        raise ConfigError(f"{path}: [experiment] passes = {experiment['passes']} must be at "
+                          "least 1")
+    common = _split_args(f"{path}: [experiment] common", experiment.get("common", ""))
+    names = set()
+    for table in ("models", "peer"):
+        models = config.get(table, [])
+        if not isinstance(models, list):
+            raise ConfigError(f"{path}: [{table}] must be an array of tables: write "
+                              f"[[{table}]] before each model")
+        for position, model in enumerate(models, start=1):
+            where = f"{path}: [[{table}]] {position}"
+            _check_keys(where, model, MODEL_KEYS)
+            if "name" not in model:
+                raise ConfigError(f"{where}: needs name =")
+            if model["name"] in names:
+                raise ConfigError(f"{where}: a second model named {model['name']!r} (the table "
+                                  "and the comparisons need one name per model)")
+            names.add(model["name"])
+            if model.get("constant") and table == "models":
+                continue
+            if "args" not in model:
+                raise ConfigError(f"{where}: needs args ="
+                                  + (" (or constant = true)" if table == "models" else ""))
+            _check_model_args(where, model["args"], table == "models", common)
+    if not config.get("models"):
         raise ConfigError(f"{path}: no [[models]]")
-    for position, model in enumerate(models + config.get("peer", []), start=1):
-        if "name" not in model or not (model.get("constant") or "args" in model):
-            raise ConfigError(f"{path}: model {position} needs name = and args = "
-                              "(or constant = true)")
+    if experiment.get("baseline", "linear") not in names and "baseline" in experiment:
+        raise ConfigError(f"{path}: [experiment] baseline = {experiment['baseline']!r} names no "
+                          f"model (models: {', '.join(sorted(names))})")
     return config
 
 
