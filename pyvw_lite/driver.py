@@ -129,7 +129,8 @@ class Driver:
             suffix = "-prob" if o.probabilities else "-scores" if o.scores else ""
             top = [ws.reduction.name + suffix]
         learners = ["gd"] + (["dyad"] if ws.dyadic is not None else []) \
-            + (["active-simulation"] if ws.active is not None else []) \
+            + ([("active-simulation" if o.simulation else "active")] if ws.active is not None
+               else []) \
             + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
             + [ws.scorer.name] + (["binary"] if ws.binary is not None else []) + top
         lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
@@ -199,6 +200,12 @@ class Driver:
         lines = []
         reduction = self.ws.reduction
         asks = requests.tolist() if requests is not None and requests.any() else [0.0] * len(rows)
+        if self.ws.active is not None and not self.o.simulation:
+            # VW's label-request lines: "prediction tag", then the importance when worth asking
+            for value, start, end, ask in zip(values.tolist(), tags.tolist(), ends.tolist(), asks):
+                tag = bytes(buf[start:end]).decode("utf-8", "replace") if start >= 0 else ""
+                lines.append(f"{value:f} {tag}" + (f" {ask:f}" if ask > 0.0 else ""))
+            return "\n".join(lines) + "\n" if lines else ""
         for value, start, end, ask in zip(values.tolist(), tags.tolist(), ends.tolist(), asks):
             if isinstance(value, list):  # --scores / --probabilities: class:value for every class
                 text = " ".join(f"{reduction.label_text(c)}:{v:g}" for c, v in enumerate(value))
@@ -208,8 +215,6 @@ class Driver:
                 text = format_prediction(value)
             if start >= 0:
                 text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
-            if ask > 0.0:  # active learning: request this label, learn it with this importance
-                text += f" {ask:.6f}"
             lines.append(text)
         return "\n".join(lines) + "\n" if lines else ""
 
@@ -377,7 +382,7 @@ class Driver:
                 ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
             if ws.skipped:
                 self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")
-            if ws.active is not None:
+            if ws.active is not None and o.simulation:  # as VW: not for label requests
                 self.progress.extra_summary.append(f"total queries = {ws.active.queries}")
             if ws.ode_step_caps:
                 self.progress.extra_summary.append(f"ode_step_cap = {ws.ode_step_caps}")

@@ -135,6 +135,8 @@ OPTIONS: tuple[Option, ...] = (
            "Active learning"),
     Option("simulation", FLAG, False, "with --active: all labels are known; the sampler decides "
            "which ones it would have bought", "Active learning"),
+    Option("no_daemon", FLAG, False, "with --active: read -d, not a socket (VW's flag; pyvw-lite "
+           "never listens)", "Active learning"),
     Option("mellowness", FLOAT, 1.0, "with --active: larger queries more", "Active learning",
            metavar="C0"),
     # dyadic learner

@@ -580,11 +580,25 @@ def request(H, importance, sampler, mellowness, u):
 
 
 @kernel
-def returned_label(importance, label, pred, sampler):
-    """A requested label came back (learned with its importance): the sampler's error sums."""
-    sampler[SAMPLER_QUERIED] += 1.0
-    if (pred >= 0.0) != (label > 0.0):
-        sampler[SAMPLER_ERRORS] += importance
+def returned_label(importance, label, pred, sampler, loss):
+    """A requested label came back (learned with its importance): the sampler's sums."""
+    sampler[SAMPLER_QUERIED] += importance
+    _count_error(importance, label, pred, sampler, loss)
+
+
+@kernel
+def _count_error(weight, label, pred, sampler, loss):
+    """Add a learned label's error to the sampler's sum: squared loss counts the error relative
+    to the label range seen before it (SPEC erratum 4) and widens the range, which also places
+    the decision threshold ``h_min`` aims at; the classification losses count a wrong sign."""
+    if loss == SQUARED:
+        low, high = sampler[SAMPLER_LOW], sampler[SAMPLER_HIGH]
+        if high > low:
+            sampler[SAMPLER_ERRORS] += weight * min(1.0, (pred - label) ** 2 / (high - low) ** 2)
+        sampler[SAMPLER_LOW] = min(low, label)
+        sampler[SAMPLER_HIGH] = max(high, label)
+    elif (pred >= 0.0) != (label > 0.0):
+        sampler[SAMPLER_ERRORS] += weight
 
 
 @kernel
@@ -600,15 +614,7 @@ def query(H, importance, label, pred, sampler, mellowness, u, loss):
     sampler[SAMPLER_SEEN] = k + importance
     if u >= probability:
         return 0.0
-    weight = importance / probability
     sampler[SAMPLER_QUERIED] += importance
     sampler[SAMPLER_QUERIES] += 1.0
-    if loss == SQUARED:
-        low, high = sampler[SAMPLER_LOW], sampler[SAMPLER_HIGH]
-        if high > low:  # SPEC erratum 4
-            sampler[SAMPLER_ERRORS] += weight * min(1.0, (pred - label) ** 2 / (high - low) ** 2)
-        sampler[SAMPLER_LOW] = min(low, label)
-        sampler[SAMPLER_HIGH] = max(high, label)
-    elif (pred >= 0.0) != (label > 0.0):
-        sampler[SAMPLER_ERRORS] += weight
+    _count_error(importance / probability, label, pred, sampler, loss)
     return probability

@@ -512,7 +512,7 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                     continue
                 importance /= probability
             elif active == REQUEST:
-                returned_label(importance, label, pred, sampler)
+                returned_label(importance, label, pred, sampler, loss)
             state[T_SUM] += importance
             if loss_is_positive(loss, pred, label, value):
                 _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state,

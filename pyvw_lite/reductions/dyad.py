@@ -485,7 +485,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         if not (training and labelled[e] and holdout[e] == 0 and importance > 0.0):
             continue
         if active == REQUEST:
-            returned_label(importance, label, p0, sampler)
+            returned_label(importance, label, p0, sampler, loss)
         elif active == SIMULATION:
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                  feat_value, ranges, sides, known, rank, shift, mask,
