@@ -339,6 +339,8 @@ class Workspace:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
         if self.state.shape[0] != gd.state_size(self.models):
             raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
+        if self.active is not None and "sampler" in state:
+            self.active.resume(state["sampler"])
 
     def _empty_table(self) -> np.ndarray:
         """The zero weight table: ``stride`` linear columns, then the latent ones."""
@@ -519,8 +521,8 @@ class Workspace:
         kernel; ``requests`` receives the importance of each label to request (0: none)."""
         requests = np.zeros(count)
         self.requests.append(requests)
-        if self.active is None or not self.params[gd.P_TRAINING]:
-            return 0, np.zeros(1), np.zeros(1), 1.0, requests
+        if self.active is None or not (self.params[gd.P_TRAINING] or self.active.requests_labels):
+            return 0, np.zeros(1), np.zeros(1), 1.0, requests  # -t still requests labels (VW)
         return (self.active.mode, self.active.sampler, self.active.uniforms(count),
                 self.active.mellowness, requests)
 
@@ -630,6 +632,8 @@ class Workspace:
             state["latent_columns"] = self.latent
         if not predict_only:
             state["power_t"] = self.options.power_t
+            if self.active is not None:  # the sampler's evidence, for a later --active run
+                state["sampler"] = self.active.sampler.tolist()
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}
         if self.dyadic is not None:
             arrays["touched"] = np.packbits(self.touched)

@@ -125,3 +125,25 @@ def test_label_requests_under_squared_loss_learn_the_label_range(tmp_path):
         asked.append(sum(len(line.split(" ")) == 3 for line in out.read_text().splitlines()))
     assert asked[1] < asked[0] // 2 and asked[0] <= 2666
 
+
+
+def test_a_saved_model_keeps_the_sampler_for_requests_under_t(tmp_path):
+    """-i model -t -d pool asks for labels as VW does; the model carries the sampler's evidence
+    (label range, queried weight, errors), so a frozen model asks for fewer labels than a fresh
+    sampler, which knows no label range and asks for every one."""
+    w = np.random.default_rng(2).normal(size=5)
+    labelled, pool = tmp_path / "labelled.vw", tmp_path / "pool.vw"
+    linear_data(labelled, 3000, 5, w)
+    linear_data(pool, 2000, 6, w)
+    pool.write_text("".join(" " + line.split(" ", 1)[1] + "\n"
+                            for line in pool.read_text().splitlines()))
+    asked = {}
+    for name, train in (("active", ["--active", "--mellowness", "1e-3"]), ("passive", [])):
+        model = tmp_path / f"{name}.pvw"
+        run_workspace(["-d", str(labelled), "-f", str(model), *train])
+        out = tmp_path / f"{name}.txt"
+        run_workspace(["-d", str(pool), "-t", "-i", str(model), "--active", "--mellowness",
+                       "1e-3", "-p", str(out)])
+        asked[name] = sum(len(line.split(" ")) == 3 for line in out.read_text().splitlines())
+    assert asked["passive"] == 2000
+    assert 0 < asked["active"] < 1000

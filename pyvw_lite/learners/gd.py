@@ -498,7 +498,7 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
         out_pred[e] = pred
         value, gradient2, aux = loss_terms(loss, pred, label)
         out_loss[e] = value * importance if labelled[e] else 0.0
-        if active == REQUEST and training and not labelled[e] and importance > 0.0:
+        if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
             H = reverting_weight_linear(weights, slots, values, first, last, state, params,
                                         sampler, pred)
             requests[e] = request(H, importance, sampler, mellowness, uniforms[e])

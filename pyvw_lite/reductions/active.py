@@ -1,4 +1,7 @@
-"""``--active --simulation``: disagreement-based active learning (SPEC §C.3-C.4).
+"""``--active``: disagreement-based active learning (SPEC §C.3-C.4), in simulation (every label
+known, ``--simulation``) or label-request mode (unlabelled examples get a request, returned
+labels are learned; requests are made under ``-t`` too, as VW makes them).  A model saved by an
+active run keeps the sampler's state, so a later run asks with the evidence gathered so far.
 
 The per-example work runs inside the learners' kernels (``learners.gd.reverting_weight_linear``,
 ``learners.dyadic.query``); this module owns the options, the seeded draws and the state.
@@ -26,9 +29,20 @@ class Active:
         self.rng = np.random.default_rng(options.random_seed)
         self.sampler = np.zeros(SAMPLER_SIZE)
 
+    def resume(self, saved: list[float]) -> None:
+        """Continue a saved model's sampler (weight seen, queried labels, errors, label range);
+        the query count starts again, since the summary counts this run's queries."""
+        if len(saved) == SAMPLER_SIZE:
+            self.sampler[:] = saved
+            self.sampler[SAMPLER_QUERIES] = 0.0
+
     def uniforms(self, count: int) -> np.ndarray:
         """Exactly one draw per example, queried or not (reproducible with --random_seed)."""
         return self.rng.random(count)
+
+    @property
+    def requests_labels(self) -> bool:
+        return self.mode == REQUEST
 
     @property
     def queries(self) -> int:

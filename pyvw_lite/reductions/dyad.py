@@ -477,7 +477,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         importance = importances[e]
         value, _, _ = loss_terms(loss, p0, label)
         out_loss[e] = value * importance if labelled[e] else 0.0
-        if active == REQUEST and training and not labelled[e] and importance > 0.0:
+        if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                  feat_value, ranges, sides, known, rank, shift, mask,
                                  initials[e], loss, state, params, importance, a, b, work)
