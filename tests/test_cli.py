@@ -232,6 +232,23 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     assert "ratio" in out.getvalue()
 
 
+@pytest.mark.parametrize("args, needle", [
+    (["bench", "--repeat", "0"], "'--repeat'"),
+    (["bench", "-n", "0"], "'--lines'"),
+    (["bench-crowd", "--tasks", "0"], "'--tasks'"),
+    (["bench-crowd", "--peer-python", "/nonexistent/python"], "cannot import crowdkit"),
+    (["bench-crowd", "--json", "/nonexistent/dir/x.json"], "no such directory"),
+    (["bench-scale", "--lines", "0", "--tasks", "0"], "leave nothing to time"),
+    (["bench-scale", "--passes", "0"], "'--passes'"),
+])
+def test_bench_arguments_are_checked_before_any_work(args, needle, tmp_path, capsys):
+    """Each was a traceback, some only after minutes of work (a bad --json at the very end)."""
+    assert main([*args, "--workdir", str(tmp_path)]) == 2
+    err = " ".join(capsys.readouterr().err.replace("│", " ").split())
+    assert needle in err
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("target", ["/dev/stdout", "-", "/dev/fd/1"])
 def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path):
     """A device path is written in place: an atomic rename would replace /dev/stdout itself.

@@ -17,8 +17,10 @@ def _root() -> None:
 
 @app.command()
 def bench(
-    lines: int = typer.Option(1_000_000, "--lines", "-n", help="rater-task lines to generate"),
-    repeat: int = typer.Option(3, "--repeat", help="runs per tool and scenario (median kept)"),
+    lines: int = typer.Option(1_000_000, "--lines", "-n", min=1,
+                              help="rater-task lines to generate"),
+    repeat: int = typer.Option(3, "--repeat", min=1,
+                               help="runs per tool and scenario (median kept)"),
     seed: int = typer.Option(12345, "--seed", help="seed of the generated data"),
     loss: str = typer.Option("logistic", "--loss_function", help="loss of the binary learner"),
     workdir: str = typer.Option(None, "--workdir", help="keep data and caches here"),
@@ -34,6 +36,7 @@ def bench(
     if unknown:
         raise typer.BadParameter(f"unknown scenario {unknown[0]!r}; choose from "
                                  + ", ".join(SCENARIOS))
+    _check_output("--json", json_out)
     results = run_bench(lines=lines, repeat=repeat, seed=seed, loss=loss, workdir=workdir,
                         peer=peer, chosen=chosen)
     if json_out:
@@ -126,9 +129,9 @@ def crowd(
 
 @app.command("bench-crowd")
 def bench_crowd(
-    tasks: list[int] = typer.Option(None, "--tasks", help="tasks to generate (repeatable; "
-                                                          "default 100000 and 1000000)"),
-    repeat: int = typer.Option(3, "--repeat", help="runs per method (median kept)"),
+    tasks: list[int] = typer.Option(None, "--tasks", min=1, help="tasks to generate (repeatable; "
+                                                                 "default 100000 and 1000000)"),
+    repeat: int = typer.Option(3, "--repeat", min=1, help="runs per method (median kept)"),
     seed: int = typer.Option(12345, "--seed", help="seed of the generated answers"),
     peer_python: str = typer.Option(None, "--peer-python",
                                     help="a Python with crowd-kit installed (default: this one, "
@@ -141,7 +144,11 @@ def bench_crowd(
     """Time batch and online EM against crowd-kit's DawidSkene on seeded crowd answers."""
     import json
 
-    from .crowd_bench import peer_python_default, run_crowd_bench
+    from .crowd_bench import has_crowdkit, peer_python_default, run_crowd_bench
+    _check_output("--json", json_out)
+    if peer_python is not None and not has_crowdkit(peer_python):
+        raise typer.BadParameter(f"{peer_python} cannot import crowdkit (give a Python with "
+                                 "crowd-kit installed)", param_hint="'--peer-python'")
     peer = peer_python or peer_python_default()
     if peer is None:
         typer.echo("crowd-kit is not importable here (pip install crowd-kit, or pass "
@@ -156,22 +163,38 @@ def bench_crowd(
 
 @app.command("bench-scale")
 def bench_scale(
-    lines: int = typer.Option(1_000_000, "--lines", "-n", help="rater-task lines to learn from "
-                                                              "(0: skip learning)"),
-    tasks: int = typer.Option(1_000_000, "--tasks", help="crowd tasks for batch EM (0: skip)"),
-    passes: int = typer.Option(3, "--passes", help="learning passes"),
-    repeat: int = typer.Option(3, "--repeat", help="runs per executor (median kept)"),
+    lines: int = typer.Option(1_000_000, "--lines", "-n", min=0,
+                              help="rater-task lines to learn from (0: skip learning)"),
+    tasks: int = typer.Option(1_000_000, "--tasks", min=0,
+                              help="crowd tasks for batch EM (0: skip)"),
+    passes: int = typer.Option(3, "--passes", min=1, help="learning passes"),
+    repeat: int = typer.Option(3, "--repeat", min=1, help="runs per executor (median kept)"),
     seed: int = typer.Option(12345, "--seed", help="seed of the generated data"),
     workdir: str = typer.Option(None, "--workdir", help="keep the generated data here"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
 ) -> None:
     """Time sharded learning and map-reduce batch EM on serial, processes:2 and dask-local:2."""
     from .scale_bench import rows_json, run_scale_bench
+    if lines == 0 and tasks == 0:
+        raise typer.BadParameter("--lines 0 and --tasks 0 leave nothing to time")
+    _check_output("--json", json_out)
     rows = run_scale_bench(lines=lines, tasks=tasks, passes=passes, repeat=repeat, seed=seed,
                            workdir=workdir)
     if json_out:
         with open(json_out, "w") as handle:
             handle.write(rows_json(rows))
+
+
+def _check_output(flag: str, path: str | None) -> None:
+    """Refuse an output a long run could not write at its end, before the run starts."""
+    if path is None:
+        return
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise typer.BadParameter(f"{path}: no such directory {folder}", param_hint=f"'{flag}'")
+    if os.path.isdir(path):
+        raise typer.BadParameter(f"{path} is a directory", param_hint=f"'{flag}'")
 
 
 def _workflow_errors(action):

@@ -79,9 +79,16 @@ def _run(command: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def has_crowdkit(python: str) -> bool:
+    try:
+        probe = subprocess.run([python, "-c", "import crowdkit"], capture_output=True)
+    except OSError:  # not there, or not a program
+        return False
+    return probe.returncode == 0
+
+
 def peer_python_default() -> str | None:
-    probe = subprocess.run([sys.executable, "-c", "import crowdkit"], capture_output=True)
-    return sys.executable if probe.returncode == 0 else None
+    return sys.executable if has_crowdkit(sys.executable) else None
 
 
 def _dataset(workdir: str, tasks: int, workers: int, seed: int, out) -> tuple[str, str]:
