@@ -249,6 +249,22 @@ def test_bench_arguments_are_checked_before_any_work(args, needle, tmp_path, cap
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("args", [["-p", "-", "--quiet"], ["--audit"], ["-p", "/dev/stdout"]])
+def test_a_reader_that_goes_away_ends_the_run_quietly(args, tmp_path):
+    """`pyvw-lite ... | head -1`: no "error: Broken pipe" line and no traceback at exit."""
+    data = tmp_path / "many.vw"
+    data.write_text("".join(f"{1 if k % 3 else -1} 'tag{k} |r r{k % 50} |t t{k}\n"
+                            for k in range(30000)))
+    process = subprocess.Popen([sys.executable, "-m", "pyvw_lite", "-d", str(data), *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait() == 1
+    assert first
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception" not in err
+
+
 @pytest.mark.parametrize("target", ["/dev/stdout", "-", "/dev/fd/1"])
 def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path):
     """A device path is written in place: an atomic rename would replace /dev/stdout itself.

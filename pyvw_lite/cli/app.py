@@ -202,6 +202,8 @@ def _workflow_errors(action):
     from ..io.crowd_input import CrowdInputError
     try:
         return action()
+    except BrokenPipeError:
+        raise  # the reader went away: no error line (click ends with status 1)
     except (CrowdInputError, ValueError, OSError) as exc:
         message = (f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename
                    else str(exc))

@@ -278,8 +278,8 @@ def main(run_options: CrowdRun) -> int:
     except (CrowdInputError, ModelError, ValueError) as exc:
         sys.stderr.write(f"pyvw-lite crowd: error: {exc}\n")
         return 1
+    except BrokenPipeError:
+        raise  # the reader of -p - went away: the entry point ends quietly
     except OSError as exc:
         sys.stderr.write(f"pyvw-lite crowd: error: {exc.filename or ''}: {exc.strerror or exc}\n")
         return 1
-    except BrokenPipeError:
-        return 0

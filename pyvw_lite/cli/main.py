@@ -7,6 +7,7 @@ needs ``-d``.  Nothing here imports numba, so ``--help`` is instant.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 from .._version import __version__
@@ -60,6 +61,8 @@ def run_vw(argv: list[str]) -> int:
         return workspace.run()
     except (OptionError, ModelError, ParseError) as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        raise  # the reader of our output went away: main() ends quietly
     except OSError as exc:  # missing input, unwritable output, ...
         if exc.filename:
             return _fail(f"{exc.filename}: {exc.strerror}")
@@ -68,12 +71,29 @@ def run_vw(argv: list[str]) -> int:
         return _fail(str(exc))
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    except BrokenPipeError:
-        return 0
+    except MemoryError as exc:  # numpy names the size: -b 32 wants 64 GiB of weights
+        return _fail(f"out of memory: {exc or 'an allocation failed'} (the weight table "
+                     "halves with each bit less of -b)")
+
+
+def _reader_went_away() -> int:
+    """Our output's reader closed the pipe (``pyvw-lite ... | head``): stop without a message or
+    a traceback at exit, with status 1 as click's commands do (a model may be left unwritten)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         from .app import app
         try:
