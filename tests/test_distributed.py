@@ -80,6 +80,9 @@ def test_executor_specs():
     for bad in ("threads", "processes:x", "dask-local:y"):
         with pytest.raises(ValueError, match="--executor"):
             executor_from(bad)
+    for bad in ("processes:0", "processes:-1", "dask-local:0"):  # dask-local:0 named --shards
+        with pytest.raises(ValueError, match=f"--executor '{bad}': .*N of at least 1"):
+            executor_from(bad)
 
 
 def test_models_outside_the_sharded_scope_are_refused(problem):

@@ -214,18 +214,21 @@ def executor_from(spec: str):
     if kind == "serial" and not value:
         return SerialExecutor()
     if kind == "processes":
-        try:
-            return ProcessExecutor(int(value or 2))
-        except ValueError:
-            raise ValueError(f"--executor {spec!r}: processes:N needs a whole number N") from None
+        return ProcessExecutor(_worker_count(spec, kind, value))
     if kind == "dask" and value:
         return DaskExecutor(address=value)
     if kind == "dask-local":
-        try:
-            return DaskExecutor(workers=int(value or 2))
-        except ValueError as exc:
-            if "dask extra" in str(exc):
-                raise
-            raise ValueError(f"--executor {spec!r}: dask-local:N needs a whole number N") from None
+        return DaskExecutor(workers=_worker_count(spec, kind, value))
     raise ValueError(f"--executor {spec!r}: expected serial, processes:N, dask:ADDRESS or "
                      "dask-local:N")
+
+
+def _worker_count(spec: str, kind: str, value: str) -> int:
+    """The N of ``processes:N`` / ``dask-local:N`` (2 when left out)."""
+    try:
+        count = int(value or 2)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--executor {spec!r}: {kind}:N needs a whole number N of at least 1")
+    return count
