@@ -358,3 +358,30 @@ def test_a_bad_config_is_refused_before_any_work(tmp_path, text, message):
 def test_bundled_configs_parse():
     for path in sorted((ROOT / "configs").glob("*.toml")):
         assert load_config(str(path))["models"]
+
+
+def test_evaluate_labels_counts_unmatched_tasks_and_refuses_contradictions(tmp_path, capsys):
+    labels, truth = tmp_path / "labels.csv", tmp_path / "truth.csv"
+    labels.write_text("task,label\na,1\nb,2\nc,1\n")
+    truth.write_text("task,label\na,1\n\nb,1\nd,2\nb,1\n")  # b twice, with the same label
+    code, out, err = cli(["evaluate", "--labels", str(labels), "--truth", str(truth)], capsys)
+    assert code == 0, err
+    assert out.splitlines()[:5] == [
+        "examples = 2", "errors = 1",
+        "0/1 loss = 0.500000 (95% Wilson interval 0.094531 .. 0.905469)",
+        "labelled tasks without truth = 1", "truth tasks not labelled = 1"]
+    truth.write_text("task,label\na,1\n\nb,1\nd,2\nb,2\n")  # was counted as two examples
+    code, out, err = cli(["evaluate", "--labels", str(labels), "--truth", str(truth)], capsys)
+    assert code == 1
+    assert f"{truth}:6: task 'b' has label '2' here but '1' at line 4" in err
+
+
+def test_crowd_rows_keep_their_lines_across_blank_lines(tmp_path):
+    from pyvw_lite.io.crowd_input import RowPolicy, read_answers
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\na,w1,x\n\nb,w2,y\n\na,w2,x\n\n\n")
+    warnings = []
+    data = read_answers(str(answers), label_names=["x"],
+                        rows=RowPolicy(strict=False, warn=warnings.append))
+    assert data.n_ratings == 2
+    assert warnings == [f"[warning] {answers}:4: unknown label 'y' (labels: x); skipped"]

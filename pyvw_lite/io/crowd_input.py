@@ -302,12 +302,18 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
         # read as text: ids such as "007" must not become the number 7; every column, as
         # ``usecols`` would drop a row's extra fields (an unquoted comma in a label) silently
         try:
+            # blank lines kept as empty rows, so that row r stays on line r + 2
             frame = pd.read_csv(source, sep=delimiter, dtype=str, keep_default_na=False,
-                                skipinitialspace=True)
+                                skipinitialspace=True, skip_blank_lines=False)
         except UnicodeDecodeError as exc:
             raise CrowdInputError(f"{name}: not UTF-8 text ({exc})") from None
         except pd.errors.ParserError:
             frame = None  # a row with extra fields: the csv module below names it
+        if frame is not None:
+            blank = (frame == "").all(axis=1).to_numpy()
+            if blank.any():  # blank lines at the end are dropped; inside, the csv module
+                keep = int(np.flatnonzero(~blank)[-1]) + 1 if not blank.all() else 0
+                frame = frame.iloc[:keep] if not blank[:keep].any() else None
         if frame is not None:
             frame.columns = [str(column).strip() for column in frame.columns]
             columns = {}
@@ -351,13 +357,18 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
 
 
 def read_gold(path: str) -> dict:
-    """A truth/gold file: columns ``task,label``; task -> (label, line); the first row wins."""
-    table = read_columns(path, ("task", "label"))
+    """A truth/gold file: columns ``task,label``; task -> (label, line).  A task may repeat
+    with the same label; with another one the file contradicts itself, which is an error."""
+    table, lines = read_table(path, ("task", "label"))
     tasks = table["task"].values[table["task"].codes].tolist()
     labels = table["label"].values[table["label"].codes].tolist()
+    lines = range(2, len(tasks) + 2) if lines is None else lines.tolist()
     gold: dict = {}
-    for line, (task, label) in enumerate(zip(tasks, labels), start=2):
-        gold.setdefault(task, (label, line))
+    for line, task, label in zip(lines, tasks, labels):
+        first, first_line = gold.setdefault(task, (label, line))
+        if first != label:
+            raise CrowdInputError(f"{path}:{line}: task {task!r} has label {label!r} here but "
+                                  f"{first!r} at line {first_line}")
     return gold
 
 

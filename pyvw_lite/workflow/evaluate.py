@@ -4,11 +4,11 @@ of crowd labels against a truth file."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..io.crowd_input import CrowdInputError, read_columns
+from ..io.crowd_input import CrowdInputError, read_gold
 from ..io.source import read_whole
 
 Z_95 = 1.959963984540054
@@ -80,6 +80,7 @@ class Evaluation:
     classes: list[str]
     confusion: np.ndarray  # rows: truth, columns: prediction
     hits: np.ndarray | None = None  # per scored example: prediction == truth
+    notes: list[str] = field(default_factory=list)  # ``name = value`` lines after the loss
 
     @property
     def n(self) -> int:
@@ -108,7 +109,7 @@ class Evaluation:
         low, high = self.interval
         lines = [f"examples = {self.n}", f"errors = {self.errors}",
                  f"0/1 loss = {self.loss:.6f} (95% Wilson interval {low:.6f} .. {high:.6f})",
-                 "", f"{'class':<12} {'precision':>10} {'recall':>10} {'support':>8}"]
+                 *self.notes, "", f"{'class':<12} {'precision':>10} {'recall':>10} {'support':>8}"]
         precision, recall = self.precision_recall()
         for k, name in enumerate(self.classes):
             lines.append(f"{name:<12} {precision[k]:>10.4f} {recall[k]:>10.4f} "
@@ -210,15 +211,14 @@ def evaluate_predictions(predictions: str, data: str) -> Evaluation:
 
 
 def evaluate_labels(labels: str, truth: str) -> Evaluation:
-    """A ``task,label`` file (crowd output) against a ``task,label`` truth file."""
-    ours = read_columns(labels, ("task", "label"))
-    known = read_columns(truth, ("task", "label"))
-    ours_map = dict(zip(ours["task"].values[ours["task"].codes].tolist(),
-                        ours["label"].values[ours["label"].codes].tolist()))
-    pairs = [(str(label), str(ours_map[task]))
-             for task, label in zip(known["task"].values[known["task"].codes].tolist(),
-                                    known["label"].values[known["label"].codes].tolist())
-             if task in ours_map]
-    if not pairs:
+    """A ``task,label`` file (crowd output) against a ``task,label`` truth file, over the tasks
+    both name (a task listed twice with two labels is an error); the others are counted."""
+    ours, known = read_gold(labels), read_gold(truth)
+    common = [task for task in known if task in ours]
+    if not common:
         raise CrowdInputError(f"{truth}: no task in common with {labels}")
-    return confusion_of([p[0] for p in pairs], [p[1] for p in pairs])
+    result = confusion_of([known[task][0] for task in common], [ours[task][0] for task in common])
+    result.notes = [f"{what} = {count}" for what, count in (
+        ("labelled tasks without truth", len(ours) - len(common)),
+        ("truth tasks not labelled", len(known) - len(common))) if count]
+    return result
