@@ -385,3 +385,20 @@ def test_crowd_rows_keep_their_lines_across_blank_lines(tmp_path):
                         rows=RowPolicy(strict=False, warn=warnings.append))
     assert data.n_ratings == 2
     assert warnings == [f"[warning] {answers}:4: unknown label 'y' (labels: x); skipped"]
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["text", "gzip"])
+def test_split_reads_standard_input(tmp_path, capsys, monkeypatch, packed):
+    import sys
+    lines = "".join(f"{k % 2} |rater r{k % 7} |task t{k}\n" for k in range(400)).encode()
+    source = tmp_path / "lines.vw"
+    source.write_bytes(lines)
+    assert cli(["split", str(source), "--train", str(tmp_path / "a.vw"), "--test",
+                str(tmp_path / "b.vw")], capsys)[0] == 0
+    piped = gzip.compress(lines) if packed else lines
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(piped)))
+    code, _, err = cli(["split", "-", "--train", str(tmp_path / "c.vw"), "--test",
+                        str(tmp_path / "d.vw")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "c.vw").read_bytes() == (tmp_path / "a.vw").read_bytes()
+    assert (tmp_path / "d.vw").read_bytes() == (tmp_path / "b.vw").read_bytes()

@@ -257,7 +257,7 @@ def convert(
 
 @app.command()
 def split(
-    source: str = typer.Argument(..., help="text lines (VW examples)"),
+    source: str = typer.Argument(..., help="text lines (VW examples); - reads standard input"),
     train: str = typer.Option(..., "--train", help="training lines to write"),
     test: str = typer.Option(..., "--test", help="test lines to write"),
     test_fraction: float = typer.Option(1 / 16, "--test_fraction", help="share of lines in test"),

@@ -91,7 +91,16 @@ class GzipReader:
 
 def read_whole(path: str) -> bytes:
     """A file's bytes, ``.gz`` decompressed; a damaged ``.gz`` raises ``ValueError`` naming the
-    file (for the tools that need all of a file or nothing)."""
+    file (for the tools that need all of a file or nothing).  ``-`` reads standard input,
+    decompressed when it is gzip data."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        if data[:2] != b"\x1f\x8b":
+            return data
+        try:
+            return zlib.decompress(data, wbits=47)  # 32 + 15: a gzip header
+        except zlib.error as exc:
+            raise ValueError(f"standard input: damaged gzip data ({exc})") from None
     if not path.endswith(".gz"):
         with open(path, "rb") as handle:
             return handle.read()
