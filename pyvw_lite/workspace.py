@@ -579,12 +579,15 @@ class Workspace:
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
         saved_state = self.state.copy()
+        saved_sampler = self.active.sampler.copy() if self.active is not None else None
         self._want_scores = self.reduction is not None and self.reduction.name != "ect"
         try:
             pred, raw, _, _ = self._run_kernel(batch, rows, np.ones(rows.size, np.uint8), False)
         finally:
             self._want_scores = False
             self.state[:] = saved_state
+            if saved_sampler is not None:  # label requests count what they see; a look does not
+                self.active.sampler[:] = saved_sampler
         return pred, raw
 
     def h_min(self, examples, target: float = 0.0, label: float | None = None) -> np.ndarray:

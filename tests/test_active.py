@@ -147,3 +147,11 @@ def test_a_saved_model_keeps_the_sampler_for_requests_under_t(tmp_path):
         asked[name] = sum(len(line.split(" ")) == 3 for line in out.read_text().splitlines())
     assert asked["passive"] == 2000
     assert 0 < asked["active"] < 1000
+
+
+def test_predict_leaves_the_sampler_as_it_was():
+    ws = Workspace("--active --quiet")
+    ws.learn(["1 |f a", "-1 |f b", " |f a", " |f c"])
+    before = ws.active.sampler.copy()
+    ws.predict([" |f a", " |f b", "1 |f c"])
+    assert (ws.active.sampler == before).all()
