@@ -90,8 +90,11 @@ def test_stdin_and_gzip_give_the_same_run(rater_task_file, tmp_path):
     plain = cli(["-d", str(rater_task_file), "--loss_function", "logistic"])
     piped = cli(["--loss_function", "logistic"], stdin=data)
     zipped = cli(["-d", str(gz), "--loss_function", "logistic"])
-    losses = {summary_value(r.stderr.decode(), "average loss") for r in (plain, piped, zipped)}
-    assert len(losses) == 1 and all(r.returncode == 0 for r in (plain, piped, zipped))
+    piped_gz = cli(["--loss_function", "logistic"], stdin=gzip.compress(data))  # cat x.gz | ...
+    runs = (plain, piped, zipped, piped_gz)
+    losses = {summary_value(r.stderr.decode(), "average loss") for r in runs}
+    assert len(losses) == 1 and all(r.returncode == 0 for r in runs)
+    assert b"warning" not in piped_gz.stderr
 
 
 def test_resumed_model_learns_as_if_never_stopped(rater_task_file, tmp_path):

@@ -18,10 +18,12 @@ class GzipReader:
     """A ``.gz`` file decompressed chunk by chunk, members one after another (as ``gzip`` reads
     them), that keeps what a damaged file still holds: where the compressed data is cut short
     or corrupt, reading ends and :attr:`damage` says why (the ``gzip`` module raises instead,
-    losing the block it was decompressing).  :meth:`tell` is the compressed position."""
+    losing the block it was decompressing).  :meth:`tell` is the compressed position.
+    ``source``: a path, or a binary stream (standard input), which is left open."""
 
-    def __init__(self, path: str):
-        self.raw = open(path, "rb", buffering=0)
+    def __init__(self, source):
+        self.owned = isinstance(source, str)
+        self.raw = open(source, "rb", buffering=0) if self.owned else source
         self.inflate = zlib.decompressobj(wbits=31)
         self.in_member = False  # a member has started and not yet ended
         self.position = 0
@@ -33,7 +35,8 @@ class GzipReader:
         return self.position
 
     def close(self) -> None:
-        self.raw.close()
+        if self.owned:
+            self.raw.close()
 
     def _feed(self, data: bytes) -> bytes:
         out = []
@@ -145,8 +148,12 @@ class LineChunks:
             self.total_bytes = os.path.getsize(path)
 
     def _open(self):
-        if self.path in (None, "-"):
-            return sys.stdin.buffer, False
+        if self.path in (None, "-"):  # gzip data is decompressed here too (cat x.gz | ...)
+            stdin = sys.stdin.buffer
+            peek = getattr(stdin, "peek", None)
+            if peek is not None and peek(2)[:2] == b"\x1f\x8b":
+                return GzipReader(stdin), True
+            return stdin, False
         with open(self.path, "rb") as probe:
             magic = probe.read(2)
         if magic == b"\x1f\x8b":
