@@ -39,7 +39,7 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     # input and output
-    Option("data", STR, None, "example file (VW text, .gz or '-' for stdin); also positional",
+    Option("data", STR, None, "example file (VW text or gzip; '-' for stdin); also positional",
            "Input and output", short="d", metavar="FILE"),
     Option("final_regressor", STR, None, "write the final model to FILE (atomically)",
            "Input and output", short="f", metavar="FILE"),
