@@ -200,7 +200,7 @@ class Driver:
         lines = []
         reduction = self.ws.reduction
         asks = requests.tolist() if requests is not None and requests.any() else [0.0] * len(rows)
-        if self.ws.active is not None and not self.o.simulation:
+        if self.ws.active is not None and not self.o.simulation and reduction is None:
             # VW's label-request lines: "prediction tag", then the importance when worth asking
             for value, start, end, ask in zip(values.tolist(), tags.tolist(), ends.tolist(), asks):
                 tag = bytes(buf[start:end]).decode("utf-8", "replace") if start >= 0 else ""
@@ -215,6 +215,8 @@ class Driver:
                 text = format_prediction(value)
             if start >= 0:
                 text += " " + bytes(buf[start:end]).decode("utf-8", "replace")
+            if ask > 0.0:  # --active --sft: the importance of a label worth requesting
+                text += f" {ask:f}"
             lines.append(text)
         return "\n".join(lines) + "\n" if lines else ""
 

@@ -155,3 +155,61 @@ def test_predict_leaves_the_sampler_as_it_was():
     before = ws.active.sampler.copy()
     ws.predict([" |f a", " |f b", "1 |f c"])
     assert (ws.active.sampler == before).all()
+
+
+def class_data(path, n, seed, W):
+    """Three classes: the argmax of a noisy linear score."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, W.shape[1]))
+    y = np.argmax(X @ W.T + 0.3 * rng.normal(size=(n, W.shape[0])), axis=1) + 1
+    path.write_text("".join(f"{label} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in
+                                                       enumerate(row)) + "\n"
+                            for row, label in zip(X, y)))
+
+
+def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_path):
+    """SPEC §C.3: under --sft the reverting weight is the smallest that flips a match the
+    predicted class wins; the sampler of §C.4 then asks for well under half of the labels."""
+    W = np.random.default_rng(0).normal(size=(3, 10))
+    train, test = tmp_path / "train.vw", tmp_path / "test.vw"
+    class_data(train, 12000, 1, W)
+    class_data(test, 4000, 2, W)
+    errors, queries = [], []
+    runs = [[]] + [["--active", "--simulation", "--mellowness", "1e-3", "--random_seed", str(seed)]
+                   for seed in range(5)]  # the test error of one run varies by ±0.004
+    for extra in runs:
+        model = tmp_path / "m.pvw"
+        _, err, _ = run_workspace(["-d", str(train), "--sft", "3", "-f", str(model), *extra])
+        queries.append(int(summary(err, "total queries")) if extra else 12000)
+        _, err, _ = run_workspace(["-d", str(test), "-t", "-i", str(model)])
+        errors.append(float(summary(err, "average loss")))
+    assert max(queries[1:]) <= 6000
+    assert np.mean(errors[1:]) <= errors[0] + 0.005
+
+
+def test_active_scoring_filter_tree_requests_labels(tmp_path):
+    W = np.random.default_rng(0).normal(size=(3, 10))
+    labelled, pool = tmp_path / "labelled.vw", tmp_path / "pool.vw"
+    class_data(labelled, 3000, 1, W)
+    class_data(pool, 1000, 2, W)
+    pool.write_text("".join(f"'q{k} " + line.split(" ", 1)[1] + "\n"
+                            for k, line in enumerate(pool.read_text().splitlines())))
+    model, out = tmp_path / "m.pvw", tmp_path / "p.txt"
+    run_workspace(["-d", str(labelled), "--sft", "3", "--active", "--mellowness", "1e-3",
+                   "-f", str(model)])
+    _, err, code = run_workspace(["-d", str(pool), "-t", "-i", str(model), "--active",
+                                  "--mellowness", "1e-3", "-p", str(out)])
+    assert code == 0, err
+    lines = [line.split(" ") for line in out.read_text().splitlines()]
+    assert len(lines) == 1000 and all(fields[0] in "123" for fields in lines)
+    asked = [fields for fields in lines if len(fields) == 3]
+    assert 0 < len(asked) < 500 and all(float(fields[2]) >= 1.0 for fields in asked)
+
+
+@pytest.mark.parametrize("args, needle", [
+    ("--oaa 3", "needs a binary learner"), ("--ect 3", "needs a binary learner"),
+    ("--sft 3 --dyad fg", "--active --sft --dyad is not implemented yet")])
+def test_active_is_refused_where_spec_defines_no_sampler(args, needle):
+    from pyvw_lite.options import OptionError
+    with pytest.raises(OptionError, match=needle):
+        Workspace(f"--active --quiet {args}")

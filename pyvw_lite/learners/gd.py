@@ -403,27 +403,40 @@ def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sid
 def sensitivity(weights, slots, values, first, last, state, params, gradient2):
     """``(η, X)`` such that a weight-h update moves the prediction like ``η·h·X`` at first order:
     for adaptive/normalized updates VW's stateless pred-per-update on a shadow of the state."""
+    return match_sensitivity(weights, slots, values, first, last, 0, 0, False, -1, 0, state,
+                             params, gradient2)
+
+
+@kernel
+def match_sensitivity(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask,
+                      model, state, params, gradient2):
+    """:func:`sensitivity` of the example as :func:`_learn_flat` would learn it: ``x`` at
+    sub-model ``offset_a`` and, when ``two_sided`` (a scoring-filter-tree match), ``-x`` at
+    ``offset_b``, with normalizer sums ``model``."""
     adaptive = params[P_ADAPTIVE] != 0.0
     normalized = params[P_NORMALIZED] != 0.0
     power_t = params[P_POWER_T]
+    sides = 2 if two_sided else 1
     if not (adaptive or normalized):
         X = 0.0
         for k in range(first, last):
             X += max(values[k] * values[k], X2_MIN)
-        return params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t), X
+        return params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t), sides * X
     norm_x = 0.0
     per_update = 0.0
-    for k in range(first, last):
-        slot = slots[k]
-        x2 = max(values[k] * values[k], X2_MIN)
-        g = np.float64(weights[slot, G]) + gradient2 * x2 if adaptive else 0.0
-        norm = max(np.float64(weights[slot, N]), math.sqrt(x2)) if normalized else 1.0
-        if normalized:
-            norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
-        per_update += x2 * _rate(g, norm, adaptive, normalized, power_t)
+    for side in range(sides):
+        offset = offset_a if side == 0 else offset_b
+        for k in range(first, last):
+            slot = (slots[k] + offset) & mask
+            x2 = max(values[k] * values[k], X2_MIN)
+            g = np.float64(weights[slot, G]) + gradient2 * x2 if adaptive else 0.0
+            norm = max(np.float64(weights[slot, N]), math.sqrt(x2)) if normalized else 1.0
+            if normalized:
+                norm_x += x2 / (norm * norm) if x2 < X2_MAX else 1.0
+            per_update += x2 * _rate(g, norm, adaptive, normalized, power_t)
     if normalized:
-        s_sum = state[NORM_BASE] + norm_x
-        t_sum = state[NORM_BASE + 1] + 1.0
+        s_sum = state[NORM_BASE + 2 * model] + norm_x
+        t_sum = state[NORM_BASE + 2 * model + 1] + 1.0
         per_update *= _decay(s_sum / t_sum, 1.0 - power_t) if adaptive else t_sum / s_sum
     eta = params[P_ETA] if adaptive else params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t)
     return eta, per_update

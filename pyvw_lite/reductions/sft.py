@@ -14,11 +14,15 @@ learned slower (progressive 0/1 loss 0.3301 against 0.3243 over the shared crowd
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, T_SUM, _learn_flat, predict_flat
-from ..learners.losses import loss_is_positive, loss_terms
+from ..learners.dyadic import REQUEST, hmin_linear, query, request, returned_label
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, T_SUM, _learn_flat, match_sensitivity,
+                           predict_flat)
+from ..learners.losses import HINGE, loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (class_score, classes_share_rows, flow_update, latent_eta, normalizer,
                    score_dyadic_example)
@@ -35,19 +39,31 @@ def _winner(scores, lo, hi):
     return best
 
 
+# the sampler counts a wrong class as a wrong sign (as a classification loss would), whatever
+# the loss of the matches
+CLASS_ERROR = HINGE
+
+
 @kernel(_nrt=False)
 def sft_examples(starts, slots, values, classes, importances, initials, holdout, n_classes,
                  left, right, parent, lo, hi, weights, state, params, mask, out_pred, out_scores,
-                 record_scores, scores, offsets):
+                 record_scores, scores, offsets, active, sampler, uniforms, mellowness,
+                 requests):
     training, loss, _, fixed_range = class_loop_settings(params)
     for e in range(classes.shape[0]):
         first, last = score_example(e, starts, weights, slots, values, offsets, mask, initials,
                                     scores)
+        importance = importances[e]
+        if active != 0:  # SPEC §C.3-C.4: decide before the example counts in the schedule
+            importance = _active_importance(e, first, last, scores, classes, importance,
+                                            holdout, training, n_classes, left, right, parent,
+                                            lo, hi, weights, slots, values, offsets, mask, state,
+                                            params, active, sampler, uniforms, mellowness,
+                                            requests)
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
-                                   importances, holdout, training, state)
+                                   importance, holdout, training, state)
         if truth < 0:
             continue
-        importance = importances[e]
         child = truth
         while True:
             n, c1, c2, label = _next_match(scores, truth, child, n_classes, left, right, parent,
@@ -71,15 +87,65 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
 
 
 @kernel(inline="always")
-def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, importances,
+def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, importance,
                        holdout, training, state):
-    """Argmax prediction from the class scores; the true class when the example trains (and
-    is counted in the schedule), -1 otherwise."""
+    """Argmax prediction from the class scores; the true class when the example trains with
+    ``importance`` (and is counted in the schedule), -1 otherwise."""
     predicted_class(scores, e, out_pred, out_scores, record_scores)
     truth = classes[e]
-    if not starts_training(training, truth, holdout[e], importances[e], state):
+    if not starts_training(training, truth, holdout[e], importance, state):
         return -1
     return truth
+
+
+@kernel(inline="always")
+def _active_importance(e, first, last, scores, classes, importance, holdout, training, n_classes,
+                       left, right, parent, lo, hi, weights, slots, values, offsets, mask, state,
+                       params, active, sampler, uniforms, mellowness, requests):
+    """The active sampler on example ``e`` (SPEC §C.3-C.4): the importance to learn a labelled
+    example with (``h/P``, 0 when the simulation does not query it), or, for an unlabelled one
+    in label-request mode, the request written to ``requests[e]``."""
+    truth = classes[e]
+    if truth < 0:
+        if active == REQUEST and importance > 0.0:
+            H = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi,
+                                  weights, slots, values, offsets, mask, state, params)
+            requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
+        return importance
+    if not (training and holdout[e] == 0 and importance > 0.0):
+        return importance
+    predicted = _winner(scores, 0, n_classes - 1)
+    sign = 1.0 if predicted == truth else -1.0  # a right class counts as a right sign
+    if active == REQUEST:
+        returned_label(importance, 1.0, sign, sampler, CLASS_ERROR)
+        return importance
+    H = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi, weights,
+                          slots, values, offsets, mask, state, params)
+    probability = query(H, importance, 1.0, sign, sampler, mellowness, uniforms[e], CLASS_ERROR)
+    return importance / probability if probability > 0.0 else 0.0
+
+
+@kernel(inline="always")
+def _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi, weights,
+                      slots, values, offsets, mask, state, params):
+    """``H`` of SPEC §C.3 for the tree: the smallest weight that flips one of the matches the
+    predicted class wins on its way to the root (losing any of them eliminates it)."""
+    loss = np.int64(params[P_LOSS])
+    predicted = _winner(scores, 0, n_classes - 1)
+    H = math.inf
+    child = predicted
+    while parent[child] >= 0:
+        n = parent[child] - n_classes
+        c1 = _winner(scores, lo[left[n]], hi[left[n]])
+        c2 = _winner(scores, lo[right[n]], hi[right[n]])
+        p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
+        label = -1.0 if c1 == predicted else 1.0  # the label that would flip this match
+        _, gradient2, _ = loss_terms(loss, p0, label)
+        eta, X = match_sensitivity(weights, slots, values, first, last, offsets[c1], offsets[c2],
+                                   True, mask, n, state, params, gradient2)
+        H = min(H, hmin_linear(loss, p0, label, X, eta, 0.0))
+        child = n + n_classes
+    return H
 
 
 @kernel(inline="always")
@@ -130,11 +196,11 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
         first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
                                            touched, slots, values, feat_hash, feat_value, ranges,
                                            offsets, rank, shift, mask, initials, a, b, scores)
+        importance = importances[e]
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
-                                   importances, holdout, training, state)
+                                   importance, holdout, training, state)
         if truth < 0:
             continue
-        importance = importances[e]
         eta = latent_eta(params, state[T_SUM])
         shared = classes_share_rows(slots, first, last, offsets, mask)
         child = truth
@@ -193,7 +259,8 @@ class ScoringFilterTree(TreeReduction):
             return
         sft_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
-                     ws.params, ws.mask, out_pred, scores, record, *buffers)
+                     ws.params, ws.mask, out_pred, scores, record, *buffers,
+                     *ws.active_arguments(classes.size))
 
     def kernels(self, dyadic: bool) -> tuple:
         return (sft_dyadic_examples if dyadic else sft_examples,)

@@ -165,8 +165,8 @@ def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
     if len(fields) < 2 or ":" not in fields[1]:
         return fields[0], fields[1:]
     best, best_value, used = fields[0], -math.inf, 0
-    for field in fields:
-        name, _, value = field.rpartition(":")
+    for text in fields:
+        name, _, value = text.rpartition(":")
         try:
             number = float(value)
         except ValueError:
