@@ -597,12 +597,23 @@ class Workspace:
         """The smallest importance weight whose update would move each example's prediction to
         ``target`` with label ``label`` (SPEC §C); by default the reverting weight: the weight
         that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
-        Binary learners (linear or ``--dyad``)."""
-        if self.reduction is not None:
-            raise ValueError("h_min is defined for binary learners")
+        Binary learners (linear or ``--dyad``), and a linear ``--sft``: there the reverting
+        weight of SPEC §C.3, the smallest that makes the predicted class lose a match."""
+        tree = self.reduction is not None and self.reduction.name == "sft" and self.dyadic is None
+        if self.reduction is not None and not tree:
+            raise ValueError("h_min is defined for binary learners and a linear --sft")
+        if tree and (target != 0.0 or label is not None):
+            raise ValueError("under --sft, h_min is the reverting weight: no target or label")
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
         out = np.empty(rows.size)
+        if tree:
+            initials = np.ascontiguousarray(batch.ex_float[rows, INITIAL])
+            for first, count, starts, slots, values, _ in self.expand(batch, rows):
+                part = slice(first, first + count)
+                self.reduction.reverting_weights(self, starts, slots, values, initials[part],
+                                                 out[part])
+            return out
         targets = np.full(rows.size, float(target))
         labels = np.full(rows.size, 0.0 if label is None else float(label))
         initials = np.ascontiguousarray(batch.ex_float[rows, INITIAL])

@@ -213,3 +213,41 @@ def test_active_is_refused_where_spec_defines_no_sampler(args, needle):
     from pyvw_lite.options import OptionError
     with pytest.raises(OptionError, match=needle):
         Workspace(f"--active --quiet {args}")
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+def test_sft_h_min_is_the_weight_that_flips_the_weakest_match(loss):
+    """Two classes: one match; learning the other class with weight H moves its score
+    difference onto 0 (exactly: plain importance-aware steps at a constant rate)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(640, 6))
+    y = (X @ rng.normal(size=6) + 0.5 * rng.normal(size=640) > 0).astype(int) + 1
+    lines = [f"{c} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row))
+             for row, c in zip(X, y)]
+    args = f"--sft 2 --sgd --invariant --power_t 0 -l 0.1 --loss_function {loss} --quiet"
+    ws = Workspace(args)
+    ws.learn(lines[:600])
+    probes = [" |f " + line.split(" |f ", 1)[1] for line in lines[600:]]
+    scores = ws.predict_with_scores(probes)[1]
+    H = ws.h_min(probes)
+    assert np.array_equal(ws.predict_with_scores(probes)[1], scores)  # h_min changes nothing
+    checked = 0
+    for probe, (s1, s2), h in zip(probes, scores, H):
+        if abs(s1 - s2) >= 1.0:  # the match sees its difference clipped to the labels (±1)
+            continue
+        other = 2 if s1 >= s2 else 1
+        learner = Workspace(args)
+        learner.learn(lines[:600])
+        learner.learn(f"{other} {float(h)!r} {probe.lstrip()}")
+        after = learner.predict_with_scores([probe])[1][0]
+        assert after[0] - after[1] == pytest.approx(0.0, abs=1e-6)
+        checked += 1
+    assert checked >= 5
+
+
+def test_sft_h_min_takes_no_target_and_oaa_has_none():
+    ws = Workspace("--sft 3 --quiet")
+    with pytest.raises(ValueError, match="no target or label"):
+        ws.h_min(" |f a", target=0.5)
+    with pytest.raises(ValueError, match="binary learners and a linear --sft"):
+        Workspace("--oaa 3 --quiet").h_min(" |f a")

@@ -148,6 +148,17 @@ def _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, h
     return H
 
 
+@kernel
+def sft_reverting_weights(starts, slots, values, initials, n_classes, left, right, parent, lo,
+                          hi, weights, state, params, mask, scores, offsets, out):
+    """:func:`_reverting_weight` of every flattened example (the Python API's ``h_min``)."""
+    for e in range(out.shape[0]):
+        first, last = score_example(e, starts, weights, slots, values, offsets, mask, initials,
+                                    scores)
+        out[e] = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi,
+                                   weights, slots, values, offsets, mask, state, params)
+
+
 @kernel(inline="always")
 def _truth_wins(scores, c1, c2, label):
     """Whether the true class (``c1`` when ``label > 0``) wins the match on ``scores``."""
@@ -261,6 +272,13 @@ class ScoringFilterTree(TreeReduction):
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
                      ws.params, ws.mask, out_pred, scores, record, *buffers,
                      *ws.active_arguments(classes.size))
+
+    def reverting_weights(self, ws, starts, slots, values, initials, out) -> None:
+        """SPEC §C.3's ``H`` of each example under the current (linear) model into ``out``."""
+        t = self.tree
+        sft_reverting_weights(starts, slots, values, initials, self.classes, t.left, t.right,
+                              t.parent, t.lo, t.hi, ws.weights, ws.state, ws.params, ws.mask,
+                              *class_buffers(self.classes, ws.mask, ws.params), out)
 
     def kernels(self, dyadic: bool) -> tuple:
         return (sft_dyadic_examples if dyadic else sft_examples,)
