@@ -204,12 +204,10 @@ class Workspace:
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         from .reductions import active
         self.active = active.setup(o)
-        if self.active is not None and self.reduction is not None and (
-                self.reduction.name != "sft" or self.dyadic is not None):
-            raise OptionError(  # SPEC §C.3 defines no sampler for --oaa and --ect (--ft)
-                "--active needs a binary learner (linear or --dyad) or a linear --sft"
-                + (" (--active --sft --dyad is not implemented yet)"
-                   if self.reduction.name == "sft" else ""))
+        if self.active is not None and self.reduction is not None and \
+                self.reduction.name != "sft":  # SPEC §C.3 defines no sampler for --oaa, --ect
+            raise OptionError("--active needs a binary learner or --sft (SPEC §C.3 defines no "
+                              "sampler for --oaa and --ect)")
         self.models = self.reduction.models if self.reduction is not None else 1
         if self.dyadic is not None and self.reduction is not None and \
                 self.reduction.name == "ect":

@@ -157,29 +157,39 @@ def test_predict_leaves_the_sampler_as_it_was():
     assert (ws.active.sampler == before).all()
 
 
-def class_data(path, n, seed, W):
-    """Three classes: the argmax of a noisy linear score."""
+def class_data(path, n, seed, W, split=False):
+    """Three classes: the argmax of a noisy linear score; ``split`` puts the second half of
+    the features in namespace g (for a dyad fg)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, W.shape[1]))
     y = np.argmax(X @ W.T + 0.3 * rng.normal(size=(n, W.shape[0])), axis=1) + 1
-    path.write_text("".join(f"{label} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in
-                                                       enumerate(row)) + "\n"
-                            for row, label in zip(X, y)))
+    cut = W.shape[1] // 2 if split else W.shape[1]
+
+    def features(row):
+        text = " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row[:cut]))
+        return text + (" |g " + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row[cut:]))
+                       if split else "")
+    path.write_text("".join(f"{label} |f {features(row)}\n" for row, label in zip(X, y)))
 
 
-def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_path):
+@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad", "fg"], "1e-4")],
+                         ids=["linear", "dyadic"])
+def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_path, learner,
+                                                                           mellowness):
     """SPEC §C.3: under --sft the reverting weight is the smallest that flips a match the
-    predicted class wins; the sampler of §C.4 then asks for well under half of the labels."""
+    predicted class wins (with --dyad, each match's h_min along its two-sided flow); the
+    sampler of §C.4 then asks for under half of the labels."""
     W = np.random.default_rng(0).normal(size=(3, 10))
     train, test = tmp_path / "train.vw", tmp_path / "test.vw"
-    class_data(train, 12000, 1, W)
-    class_data(test, 4000, 2, W)
+    class_data(train, 12000, 1, W, split=bool(learner))
+    class_data(test, 4000, 2, W, split=bool(learner))
     errors, queries = [], []
-    runs = [[]] + [["--active", "--simulation", "--mellowness", "1e-3", "--random_seed", str(seed)]
-                   for seed in range(5)]  # the test error of one run varies by ±0.004
+    runs = [[]] + [["--active", "--simulation", "--mellowness", mellowness, "--random_seed",
+                    str(seed)] for seed in range(5)]  # one run's test error varies by ±0.004
     for extra in runs:
         model = tmp_path / "m.pvw"
-        _, err, _ = run_workspace(["-d", str(train), "--sft", "3", "-f", str(model), *extra])
+        _, err, _ = run_workspace(["-d", str(train), "--sft", "3", *learner, "-f", str(model),
+                                   *extra])
         queries.append(int(summary(err, "total queries")) if extra else 12000)
         _, err, _ = run_workspace(["-d", str(test), "-t", "-i", str(model)])
         errors.append(float(summary(err, "average loss")))
@@ -187,18 +197,20 @@ def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_
     assert np.mean(errors[1:]) <= errors[0] + 0.005
 
 
-def test_active_scoring_filter_tree_requests_labels(tmp_path):
+@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad", "fg"], "1e-4")],
+                         ids=["linear", "dyadic"])
+def test_active_scoring_filter_tree_requests_labels(tmp_path, learner, mellowness):
     W = np.random.default_rng(0).normal(size=(3, 10))
     labelled, pool = tmp_path / "labelled.vw", tmp_path / "pool.vw"
-    class_data(labelled, 3000, 1, W)
-    class_data(pool, 1000, 2, W)
+    class_data(labelled, 3000, 1, W, split=bool(learner))
+    class_data(pool, 1000, 2, W, split=bool(learner))
     pool.write_text("".join(f"'q{k} " + line.split(" ", 1)[1] + "\n"
                             for k, line in enumerate(pool.read_text().splitlines())))
     model, out = tmp_path / "m.pvw", tmp_path / "p.txt"
-    run_workspace(["-d", str(labelled), "--sft", "3", "--active", "--mellowness", "1e-3",
-                   "-f", str(model)])
+    run_workspace(["-d", str(labelled), "--sft", "3", *learner, "--active", "--mellowness",
+                   mellowness, "-f", str(model)])
     _, err, code = run_workspace(["-d", str(pool), "-t", "-i", str(model), "--active",
-                                  "--mellowness", "1e-3", "-p", str(out)])
+                                  "--mellowness", mellowness, "-p", str(out)])
     assert code == 0, err
     lines = [line.split(" ") for line in out.read_text().splitlines()]
     assert len(lines) == 1000 and all(fields[0] in "123" for fields in lines)
@@ -206,12 +218,10 @@ def test_active_scoring_filter_tree_requests_labels(tmp_path):
     assert 0 < len(asked) < 500 and all(float(fields[2]) >= 1.0 for fields in asked)
 
 
-@pytest.mark.parametrize("args, needle", [
-    ("--oaa 3", "needs a binary learner"), ("--ect 3", "needs a binary learner"),
-    ("--sft 3 --dyad fg", "--active --sft --dyad is not implemented yet")])
-def test_active_is_refused_where_spec_defines_no_sampler(args, needle):
+@pytest.mark.parametrize("args", ["--oaa 3", "--ect 3", "--ft 3"])
+def test_active_is_refused_where_spec_defines_no_sampler(args):
     from pyvw_lite.options import OptionError
-    with pytest.raises(OptionError, match=needle):
+    with pytest.raises(OptionError, match="SPEC §C.3 defines no sampler for --oaa and --ect"):
         Workspace(f"--active --quiet {args}")
 
 

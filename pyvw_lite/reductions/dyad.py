@@ -373,25 +373,38 @@ def reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
                      work):
     """``h_min`` that flips a binary dyadic prediction, at the rate the example would get
     (SPEC §C.3-C.4); ``known`` as :func:`match_statistics`."""
+    return match_reverting_weight(weights, slots, values, first, last, feat_hash, feat_value,
+                                  ranges, sides, known, 1, 0, rank, shift, mask, initial, loss,
+                                  state, params, importance, a, b, work)
+
+
+@kernel
+def match_reverting_weight(weights, slots, values, first, last, feat_hash, feat_value, ranges,
+                           sides, known, n_sides, model, rank, shift, mask, initial, loss, state,
+                           params, importance, a, b, work):
+    """:func:`reverting_weight` of ``f(x, c_0) [− f(x, c_1)]``: with two sides a scoring filter
+    tree's match, whose linear rates use the normalizer sums of node ``model``."""
     eta = latent_eta(params, state[T_SUM] + importance)
     U, V, r, ca, cb, rates, _, _, _ = work
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
-                            sides, known, 1, rank, shift, mask, initial, a, b, U, V, r, ca, cb)
+                            sides, known, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca,
+                            cb)
     label = -1.0 if p >= 0.0 else 1.0
-    X += _adaptive_part(weights, slots, values, first, last, sides, mask, loss, p, label,
-                        state, params, eta, rates)
+    X += _adaptive_part(weights, slots, values, first, last, sides, n_sides, model, mask, loss,
+                        p, label, state, params, eta, rates)
     return hmin_dyadic(loss, p, label, X, U, V, r, eta, 0.0)
 
 
 @kernel
-def _adaptive_part(weights, slots, values, first, last, sides, mask, loss, p, label, state,
-                   params, eta, rates):
+def _adaptive_part(weights, slots, values, first, last, sides, n_sides, model, mask, loss, p,
+                   label, state, params, eta, rates):
     """What the linear rates (at importance 1, stateless) add to X; 0 at the plain rate.
     ``rates``: a work buffer of :func:`scratch`."""
     if params[P_DYAD_ADAPTIVE] == 0.0:
         return 0.0
-    return linear_rates(weights, slots, values, first, last, sides, 1, mask, loss, p, label,
-                        1.0, params[P_ETA], eta, rates, False, state, normalizer(params, 0))
+    return linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p,
+                        label, 1.0, params[P_ETA], eta, rates, False, state,
+                        normalizer(params, model))
 
 
 @kernel
@@ -581,6 +594,6 @@ def dyadic_hmin_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, start
                                 feat_value, ranges, sides, known, 1, rank, shift, mask,
                                 initials[e], a, b, U, V, r, ca, cb)
         label = labels[e] if labels[e] != 0.0 else (-1.0 if p >= 0.0 else 1.0)
-        X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], sides, mask, loss,
-                            p, label, state, params, eta, rates)
+        X += _adaptive_part(weights, slots, values, starts[e], starts[e + 1], sides, 1, 0, mask,
+                            loss, p, label, state, params, eta, rates)
         out[e] = hmin_dyadic(loss, p, label, X, U, V, r, eta, targets[e])

@@ -19,13 +19,14 @@ import math
 import numpy as np
 
 from ..jit import kernel
-from ..learners.dyadic import REQUEST, hmin_linear, query, request, returned_label
+from ..learners.dyadic import (REQUEST, SIMULATION, hmin_linear, query, request,
+                                returned_label)
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, T_SUM, _learn_flat, match_sensitivity,
                            predict_flat)
 from ..learners.losses import HINGE, loss_is_positive, loss_terms
 from ..options import Options
-from .dyad import (class_score, classes_share_rows, flow_update, latent_eta, normalizer,
-                   score_dyadic_example)
+from .dyad import (class_score, classes_share_rows, flow_update, latent_eta,
+                   match_reverting_weight, normalizer, score_dyadic_example)
 from .multiclass import (TreeReduction, class_buffers, class_loop_settings, predicted_class,
                          requested, score_example, starts_training, widen_range)
 
@@ -55,11 +56,13 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
                                     scores)
         importance = importances[e]
         if active != 0:  # SPEC §C.3-C.4: decide before the example counts in the schedule
-            importance = _active_importance(e, first, last, scores, classes, importance,
-                                            holdout, training, n_classes, left, right, parent,
-                                            lo, hi, weights, slots, values, offsets, mask, state,
-                                            params, active, sampler, uniforms, mellowness,
-                                            requests)
+            H = math.inf
+            if _wants_reverting_weight(classes[e], importance, holdout[e], training, active):
+                H = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo,
+                                      hi, weights, slots, values, offsets, mask, state, params)
+            importance = _sample(e, classes[e], _winner(scores, 0, n_classes - 1), importance,
+                                 holdout[e], training, H, active, sampler, uniforms, mellowness,
+                                 requests)
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
                                    importance, holdout, training, state)
         if truth < 0:
@@ -99,28 +102,35 @@ def _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes, 
 
 
 @kernel(inline="always")
-def _active_importance(e, first, last, scores, classes, importance, holdout, training, n_classes,
-                       left, right, parent, lo, hi, weights, slots, values, offsets, mask, state,
-                       params, active, sampler, uniforms, mellowness, requests):
-    """The active sampler on example ``e`` (SPEC §C.3-C.4): the importance to learn a labelled
-    example with (``h/P``, 0 when the simulation does not query it), or, for an unlabelled one
-    in label-request mode, the request written to ``requests[e]``."""
-    truth = classes[e]
+def _wants_reverting_weight(truth, importance, held_out, training, active):
+    """Whether the sampler needs the example's reverting weight: an unlabelled example in
+    label-request mode, or one the simulation may learn."""
+    if importance <= 0.0:
+        return False
     if truth < 0:
-        if active == REQUEST and importance > 0.0:
-            H = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi,
-                                  weights, slots, values, offsets, mask, state, params)
+        return active == REQUEST
+    return active == SIMULATION and training and held_out == 0
+
+
+@kernel(inline="always")
+def _sample(e, truth, predicted, importance, held_out, training, H, active, sampler, uniforms,
+            mellowness, requests):
+    """The active sampler on example ``e`` (SPEC §C.3-C.4) given its reverting weight ``H``:
+    the importance to learn a labelled example with (``h/P``, 0 when the simulation does not
+    query it); for an unlabelled one in label-request mode, the request into ``requests[e]``.
+    The sampler counts a wrong class as a wrong sign."""
+    if importance <= 0.0:
+        return importance
+    if truth < 0:
+        if active == REQUEST:
             requests[e] = request(H, importance, sampler, mellowness, uniforms[e])
         return importance
-    if not (training and holdout[e] == 0 and importance > 0.0):
+    if not (training and held_out == 0):
         return importance
-    predicted = _winner(scores, 0, n_classes - 1)
-    sign = 1.0 if predicted == truth else -1.0  # a right class counts as a right sign
+    sign = 1.0 if predicted == truth else -1.0
     if active == REQUEST:
         returned_label(importance, 1.0, sign, sampler, CLASS_ERROR)
         return importance
-    H = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi, weights,
-                          slots, values, offsets, mask, state, params)
     probability = query(H, importance, 1.0, sign, sampler, mellowness, uniforms[e], CLASS_ERROR)
     return importance / probability if probability > 0.0 else 0.0
 
@@ -157,6 +167,33 @@ def sft_reverting_weights(starts, slots, values, initials, n_classes, left, righ
                                     scores)
         out[e] = _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, hi,
                                    weights, slots, values, offsets, mask, state, params)
+
+
+@kernel(inline="always")
+def _dyadic_reverting_weight(first, last, scores, initial, n_classes, left, right, parent, lo, hi,
+                             weights, slots, values, feat_hash, feat_value, ranges, sides, known,
+                             rank, shift, mask, loss, state, params, importance, a, b, work,
+                             offsets):
+    """:func:`_reverting_weight` over dyadic class scores: each match's ``h_min`` along its
+    two-sided flow (SPEC §C.2-C.3); the scoring pass left every class's ``ã``, ``b̃`` in its
+    row block."""
+    predicted = _winner(scores, 0, n_classes - 1)
+    H = math.inf
+    child = predicted
+    while parent[child] >= 0:
+        n = parent[child] - n_classes
+        c1 = _winner(scores, lo[left[n]], hi[left[n]])
+        c2 = _winner(scores, lo[right[n]], hi[right[n]])
+        for side, c in enumerate((c1, c2)):
+            sides[side, 0] = offsets[c]
+            sides[side, 1] = c
+            known[side] = scores[c] - initial
+        H = min(H, match_reverting_weight(weights, slots, values, first, last, feat_hash,
+                                          feat_value, ranges, sides, known, 2, n, rank, shift,
+                                          mask, initial, loss, state, params, importance, a, b,
+                                          work))
+        child = n + n_classes
+    return H
 
 
 @kernel(inline="always")
@@ -197,7 +234,7 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                         classes, importances, initials, holdout, n_classes, left, right, parent,
                         lo, hi, pairs, rank, shift, noise, weights, touched, state, params, mask,
                         rtol, atol, out_pred, out_scores, record_scores, scores, offsets,
-                        buffers):
+                        buffers, active, sampler, uniforms, mellowness, requests):
     """The scoring filter tree over dyadic class scores: every match moves both competitors'
     linear and latent parameters along the exact flow (SPEC §D.3 with §B)."""
     training, loss, solver, fixed_range = class_loop_settings(params)
@@ -208,6 +245,17 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
                                            touched, slots, values, feat_hash, feat_value, ranges,
                                            offsets, rank, shift, mask, initials, a, b, scores)
         importance = importances[e]
+        if active != 0:
+            H = math.inf
+            if _wants_reverting_weight(classes[e], importance, holdout[e], training, active):
+                H = _dyadic_reverting_weight(first, last, scores, initials[e], n_classes, left,
+                                             right, parent, lo, hi, weights, slots, values,
+                                             feat_hash, feat_value, ranges, sides, known, rank,
+                                             shift, mask, loss, state, params, importance, a, b,
+                                             work, offsets)
+            importance = _sample(e, classes[e], _winner(scores, 0, n_classes - 1), importance,
+                                 holdout[e], training, H, active, sampler, uniforms, mellowness,
+                                 requests)
         truth = _predict_and_start(scores, e, out_pred, out_scores, record_scores, classes,
                                    importance, holdout, training, state)
         if truth < 0:
@@ -266,7 +314,7 @@ class ScoringFilterTree(TreeReduction):
                 t.left, t.right, t.parent, t.lo, t.hi, d.pairs, d.rank, d.shift, d.noise,
                 ws.weights, ws.touched, ws.state, ws.params, ws.mask, ws.options.ode_rtol,
                 ws.options.ode_atol, out_pred, scores, record, *buffers,
-                d.scratch(self.classes, starts))
+                d.scratch(self.classes, starts), *ws.active_arguments(classes.size))
             return
         sft_examples(starts, slots, values, classes, importances, initials, holdout,
                      self.classes, t.left, t.right, t.parent, t.lo, t.hi, ws.weights, ws.state,
