@@ -595,11 +595,11 @@ class Workspace:
         """The smallest importance weight whose update would move each example's prediction to
         ``target`` with label ``label`` (SPEC §C); by default the reverting weight: the weight
         that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
-        Binary learners (linear or ``--dyad``), and a linear ``--sft``: there the reverting
-        weight of SPEC §C.3, the smallest that makes the predicted class lose a match."""
-        tree = self.reduction is not None and self.reduction.name == "sft" and self.dyadic is None
+        Binary learners (linear or ``--dyad``), and ``--sft``: there the reverting weight of
+        SPEC §C.3, the smallest that makes the predicted class lose a match."""
+        tree = self.reduction is not None and self.reduction.name == "sft"
         if self.reduction is not None and not tree:
-            raise ValueError("h_min is defined for binary learners and a linear --sft")
+            raise ValueError("h_min is defined for binary learners and --sft")
         if tree and (target != 0.0 or label is not None):
             raise ValueError("under --sft, h_min is the reverting weight: no target or label")
         batch = self._as_batch(examples)
@@ -609,8 +609,8 @@ class Workspace:
             initials = np.ascontiguousarray(batch.ex_float[rows, INITIAL])
             for first, count, starts, slots, values, _ in self.expand(batch, rows):
                 part = slice(first, first + count)
-                self.reduction.reverting_weights(self, starts, slots, values, initials[part],
-                                                 out[part])
+                self.reduction.reverting_weights(self, batch, rows[part], starts, slots, values,
+                                                 initials[part], out[part])
             return out
         targets = np.full(rows.size, float(target))
         labels = np.full(rows.size, 0.0 if label is None else float(label))

@@ -225,19 +225,24 @@ def test_active_is_refused_where_spec_defines_no_sampler(args):
         Workspace(f"--active --quiet {args}")
 
 
+@pytest.mark.parametrize("learner", ["--sgd --invariant --power_t 0 -l 0.1",
+                                     "--dyad fg --power_t 0 -l 0.3 --dyad_plain_rate"],
+                         ids=["linear", "dyadic"])
 @pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
-def test_sft_h_min_is_the_weight_that_flips_the_weakest_match(loss):
+def test_sft_h_min_is_the_weight_that_flips_the_weakest_match(loss, learner):
     """Two classes: one match; learning the other class with weight H moves its score
-    difference onto 0 (exactly: plain importance-aware steps at a constant rate)."""
+    difference onto 0 (exactly: importance-aware steps at a constant rate; with --dyad the
+    exact two-sided flow)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(640, 6))
     y = (X @ rng.normal(size=6) + 0.5 * rng.normal(size=640) > 0).astype(int) + 1
-    lines = [f"{c} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row))
+    lines = [f"{c} |f " + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row[:3])) + " |g "
+             + " ".join(f"x{j}:{v:.4f}" for j, v in enumerate(row[3:]))
              for row, c in zip(X, y)]
-    args = f"--sft 2 --sgd --invariant --power_t 0 -l 0.1 --loss_function {loss} --quiet"
+    args = f"--sft 2 {learner} --loss_function {loss} --quiet"
     ws = Workspace(args)
     ws.learn(lines[:600])
-    probes = [" |f " + line.split(" |f ", 1)[1] for line in lines[600:]]
+    probes = [" |f " + line.split(" |f ", 1)[1] for line in lines[600:]]  # unlabelled
     scores = ws.predict_with_scores(probes)[1]
     H = ws.h_min(probes)
     assert np.array_equal(ws.predict_with_scores(probes)[1], scores)  # h_min changes nothing
@@ -259,5 +264,5 @@ def test_sft_h_min_takes_no_target_and_oaa_has_none():
     ws = Workspace("--sft 3 --quiet")
     with pytest.raises(ValueError, match="no target or label"):
         ws.h_min(" |f a", target=0.5)
-    with pytest.raises(ValueError, match="binary learners and a linear --sft"):
+    with pytest.raises(ValueError, match="binary learners and --sft"):
         Workspace("--oaa 3 --quiet").h_min(" |f a")

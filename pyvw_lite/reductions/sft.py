@@ -196,6 +196,25 @@ def _dyadic_reverting_weight(first, last, scores, initial, n_classes, left, righ
     return H
 
 
+@kernel(_nrt=False, error_model="numpy")
+def sft_dyadic_reverting_weights(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, slots,
+                                 values, initials, n_classes, left, right, parent, lo, hi, pairs,
+                                 rank, shift, weights, touched, state, params, mask, scores,
+                                 offsets, buffers, out):
+    """:func:`_dyadic_reverting_weight` of every flattened example (the API's ``h_min``)."""
+    loss = np.int64(params[P_LOSS])
+    a, b, ranges, sides, known, work = buffers
+    for e in range(rows.shape[0]):
+        first, last = score_dyadic_example(e, rows, starts, ex_int, seg, pairs, ignore, weights,
+                                           touched, slots, values, feat_hash, feat_value, ranges,
+                                           offsets, rank, shift, mask, initials, a, b, scores)
+        out[e] = _dyadic_reverting_weight(first, last, scores, initials[e], n_classes, left,
+                                          right, parent, lo, hi, weights, slots, values,
+                                          feat_hash, feat_value, ranges, sides, known, rank,
+                                          shift, mask, loss, state, params, 1.0, a, b, work,
+                                          offsets)
+
+
 @kernel(inline="always")
 def _truth_wins(scores, c1, c2, label):
     """Whether the true class (``c1`` when ``label > 0``) wins the match on ``scores``."""
@@ -321,12 +340,21 @@ class ScoringFilterTree(TreeReduction):
                      ws.params, ws.mask, out_pred, scores, record, *buffers,
                      *ws.active_arguments(classes.size))
 
-    def reverting_weights(self, ws, starts, slots, values, initials, out) -> None:
-        """SPEC §C.3's ``H`` of each example under the current (linear) model into ``out``."""
+    def reverting_weights(self, ws, batch, rows, starts, slots, values, initials, out) -> None:
+        """SPEC §C.3's ``H`` of each example under the current model into ``out``."""
         t = self.tree
+        scores, offsets = class_buffers(self.classes, ws.mask, ws.params)
+        if ws.dyadic is not None:
+            d = ws.dyadic
+            sft_dyadic_reverting_weights(
+                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                starts, slots, values, initials, self.classes, t.left, t.right, t.parent, t.lo,
+                t.hi, d.pairs, d.rank, d.shift, ws.weights, ws.touched, ws.state, ws.params,
+                ws.mask, scores, offsets, d.scratch(self.classes, starts), out)
+            return
         sft_reverting_weights(starts, slots, values, initials, self.classes, t.left, t.right,
                               t.parent, t.lo, t.hi, ws.weights, ws.state, ws.params, ws.mask,
-                              *class_buffers(self.classes, ws.mask, ws.params), out)
+                              scores, offsets, out)
 
     def kernels(self, dyadic: bool) -> tuple:
         return (sft_dyadic_examples if dyadic else sft_examples,)
