@@ -143,18 +143,16 @@ def _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, h
     loss = np.int64(params[P_LOSS])
     predicted = _winner(scores, 0, n_classes - 1)
     H = math.inf
-    child = predicted
-    while parent[child] >= 0:
-        n = parent[child] - n_classes
-        c1 = _winner(scores, lo[left[n]], hi[left[n]])
-        c2 = _winner(scores, lo[right[n]], hi[right[n]])
+    n, c1, c2 = _match_above(scores, predicted, predicted, n_classes, left, right, parent, lo, hi)
+    while n >= 0:  # the argmax wins every match on its way up
         p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
         label = -1.0 if c1 == predicted else 1.0  # the label that would flip this match
         _, gradient2, _ = loss_terms(loss, p0, label)
         eta, X = match_sensitivity(weights, slots, values, first, last, offsets[c1], offsets[c2],
                                    True, mask, n, state, params, gradient2)
         H = min(H, hmin_linear(loss, p0, label, X, eta, 0.0))
-        child = n + n_classes
+        n, c1, c2 = _match_above(scores, predicted, n + n_classes, n_classes, left, right,
+                                 parent, lo, hi)
     return H
 
 
@@ -179,11 +177,8 @@ def _dyadic_reverting_weight(first, last, scores, initial, n_classes, left, righ
     row block."""
     predicted = _winner(scores, 0, n_classes - 1)
     H = math.inf
-    child = predicted
-    while parent[child] >= 0:
-        n = parent[child] - n_classes
-        c1 = _winner(scores, lo[left[n]], hi[left[n]])
-        c2 = _winner(scores, lo[right[n]], hi[right[n]])
+    n, c1, c2 = _match_above(scores, predicted, predicted, n_classes, left, right, parent, lo, hi)
+    while n >= 0:
         for side, c in enumerate((c1, c2)):
             sides[side, 0] = offsets[c]
             sides[side, 1] = c
@@ -192,7 +187,8 @@ def _dyadic_reverting_weight(first, last, scores, initial, n_classes, left, righ
                                           feat_value, ranges, sides, known, 2, n, rank, shift,
                                           mask, initial, loss, state, params, importance, a, b,
                                           work))
-        child = n + n_classes
+        n, c1, c2 = _match_above(scores, predicted, n + n_classes, n_classes, left, right,
+                                 parent, lo, hi)
     return H
 
 
