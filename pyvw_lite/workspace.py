@@ -580,7 +580,8 @@ class Workspace:
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
         saved_state = self.state.copy()
-        saved_sampler = self.active.sampler.copy() if self.active is not None else None
+        saved_sampler = None if self.active is None else \
+            (self.active.sampler.copy(), self.active.rng.bit_generator.state)
         self._want_scores = self.reduction is not None and self.reduction.name != "ect"
         try:
             pred, raw, _, _ = self._run_kernel(batch, rows, np.ones(rows.size, np.uint8), False)
@@ -588,7 +589,8 @@ class Workspace:
             self._want_scores = False
             self.state[:] = saved_state
             if saved_sampler is not None:  # label requests count what they see; a look does not
-                self.active.sampler[:] = saved_sampler
+                self.active.sampler[:] = saved_sampler[0]
+                self.active.rng.bit_generator.state = saved_sampler[1]
         return pred, raw
 
     def h_min(self, examples, target: float = 0.0, label: float | None = None) -> np.ndarray:

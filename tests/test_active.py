@@ -153,8 +153,10 @@ def test_predict_leaves_the_sampler_as_it_was():
     ws = Workspace("--active --quiet")
     ws.learn(["1 |f a", "-1 |f b", " |f a", " |f c"])
     before = ws.active.sampler.copy()
+    draw = ws.active.rng.bit_generator.state
     ws.predict([" |f a", " |f b", "1 |f c"])
     assert (ws.active.sampler == before).all()
+    assert ws.active.rng.bit_generator.state == draw  # later requests draw as without the look
 
 
 def class_data(path, n, seed, W, split=False):
