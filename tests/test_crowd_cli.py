@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import subprocess
 import sys
 
@@ -108,6 +109,12 @@ def test_item_block_format_and_stdin(tmp_path, capsys):
     assert result.stderr == ""
     assert read_csv(out)[0] == ["task", "label", "p_no", "p_yes"]
     assert [row[:2] for row in read_csv(out)[1:]] == [["x", "yes"], ["y", "no"]]
+    before = out.read_bytes()
+    result = subprocess.run([sys.executable, "-m", "pyvw_lite", "crowd", "-", "--batch", "-p",
+                             str(out), "--quiet"], input=gzip.compress(triples.encode()),
+                            capture_output=True)  # zcat left out: gzip data is read as such
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == before
 
 
 @pytest.mark.parametrize("content,gold,message", [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -248,20 +247,21 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
     return int((known >= 0).sum())
 
 
+def _read_all(path: str) -> bytes:
+    """Standard input (``-``) or a ``.gz`` file, whole and decompressed: EM over the part of a
+    damaged file before the damage would give other labels without a word."""
+    from .source import read_whole
+    try:
+        return read_whole(path)
+    except ValueError as exc:
+        raise CrowdInputError(str(exc)) from None
+
+
 def _open_text(path: str):
-    if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
-    if not os.path.exists(path):
+    if path != "-" and not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
-    if path.endswith(".gz"):
-        # whole, or not at all: EM over the part of a damaged file before the damage would
-        # give other labels without a word
-        from .source import read_whole
-        try:
-            data = read_whole(path)
-        except ValueError as exc:
-            raise CrowdInputError(str(exc)) from None
-        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+    if path == "-" or path.endswith(".gz"):
+        return io.TextIOWrapper(io.BytesIO(_read_all(path)), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
 
 
@@ -280,7 +280,7 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
     with one is read again by the csv module, which knows every row's line."""
     name = "<stdin>" if path == "-" else path
     if path == "-":
-        source = io.BytesIO(sys.stdin.buffer.read())
+        source = io.BytesIO(_read_all("-"))  # gzip data is decompressed
         first_line = source.readline().decode("utf-8-sig", "replace")
         source.seek(0)
     else:
