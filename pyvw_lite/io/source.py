@@ -1,6 +1,7 @@
 """Byte sources read in chunks of whole lines: plain files, ``.gz`` files and standard input."""
 from __future__ import annotations
 
+import io
 import os
 import sys
 import zlib
@@ -100,20 +101,18 @@ def read_whole(path: str) -> bytes:
         data = sys.stdin.buffer.read()
         if data[:2] != b"\x1f\x8b":
             return data
-        try:
-            return zlib.decompress(data, wbits=47)  # 32 + 15: a gzip header
-        except zlib.error as exc:
-            raise ValueError(f"standard input: damaged gzip data ({exc})") from None
-    if not path.endswith(".gz"):
+        reader, name = GzipReader(io.BytesIO(data)), "standard input"
+    elif not path.endswith(".gz"):
         with open(path, "rb") as handle:
             return handle.read()
-    reader = GzipReader(path)
+    else:
+        reader, name = GzipReader(path), path
     try:
         data = reader.read(1 << 62)
     finally:
         reader.close()
     if reader.damage:
-        raise ValueError(f"{path}: {reader.damage}")
+        raise ValueError(f"{name}: {reader.damage}")
     return data
 
 

@@ -404,7 +404,7 @@ def sensitivity(weights, slots, values, first, last, state, params, gradient2):
     """``(η, X)`` such that a weight-h update moves the prediction like ``η·h·X`` at first order:
     for adaptive/normalized updates VW's stateless pred-per-update on a shadow of the state."""
     return match_sensitivity(weights, slots, values, first, last, 0, 0, False, -1, 0, state,
-                             params, gradient2)
+                             params, gradient2)  # mask -1: the slots as they are
 
 
 @kernel
