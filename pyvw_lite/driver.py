@@ -397,7 +397,7 @@ class Driver:
     def _write_invert_hash(self, path: str) -> None:
         ws = self.ws
         predict_only = self.o.predict_only_model
-        resume = None if predict_only else [f"t {ws.state[gd.T_SUM]:g}"]
+        resume = None if predict_only else ws.resume_lines()
         sets = 1 if ws.reduction is None else ws.reduction.slot_sets
         _, offsets = class_buffers(sets, ws.mask, ws.params)
         entries = []  # VW's order: by weight index, then name; a class's suffix is [class]

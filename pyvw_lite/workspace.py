@@ -663,13 +663,16 @@ class Workspace:
 
     def write_readable_model(self, path: str) -> None:
         predict_only = self.options.predict_only_model
-        resume = None if predict_only else [
-            f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_BASE]:g}",
-            f"total_weight {self.state[gd.NORM_BASE + 1]:g}"]
+        resume = None if predict_only else self.resume_lines()
         shown = [gd.W] + self._latent_columns
         nonzero = np.flatnonzero(np.any(self.weights[:, shown] != 0, axis=1))
         body = "".join(self._weight_text(str(slot), int(slot), predict_only) for slot in nonzero)
         self._write_text_model(path, body, resume)
+
+    def resume_lines(self) -> list[str]:
+        """The learner's state after ``:1`` in a text dump (--readable_model, --invert_hash)."""
+        return [f"t {self.state[gd.T_SUM]:g}", f"norm normalizer {self.state[gd.NORM_BASE]:g}",
+                f"total_weight {self.state[gd.NORM_BASE + 1]:g}"]
 
     def _write_text_model(self, path: str, body: str, resume: list[str] | None) -> None:
         """VW's text header (checksum = CRC-32 of the body) followed by ``body``."""

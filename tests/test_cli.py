@@ -198,6 +198,10 @@ def test_readable_model_and_invert_hash(tmp_path):
     text = readable.read_text()
     assert "bits:18" in text and "\n55432:" in text and "\n116060:" in text
     assert "\na^x:55432:" in inverted.read_text() and "\nConstant:116060:" in inverted.read_text()
+    # both dumps carry the same resume block (invert_hash wrote only "t")
+    resume = text.split("\n:1\n")[1].split("\n")[:3]
+    assert [line.split()[0] for line in resume] == ["t", "norm", "total_weight"]
+    assert inverted.read_text().split("\n:1\n")[1].split("\n")[:3] == resume
 
 
 def test_bad_input_never_tracebacks_and_strict_parse_exits_1(tmp_path):
