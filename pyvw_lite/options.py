@@ -197,6 +197,41 @@ BY_NAME = {opt.name: opt for opt in OPTIONS}
 BY_SHORT = {opt.short: opt for opt in OPTIONS if opt.short}
 ALIASES = {"learning-rate": "learning_rate"}
 
+# VW options this learner does not implement, with what to use instead: a VW user gets the
+# reason, not "unrecognised option".
+_COST_SENSITIVE = ("cost-sensitive and contextual-bandit reductions are not part of pyvw-lite; "
+                   "its multiclass reductions are --oaa, --ect and --sft")
+_BATCH = "pyvw-lite learns online only (use --passes with -c for more passes)"
+NOT_IMPLEMENTED = {
+    "lrq": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
+    "lrqfa": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
+    "l1": "no weight regularisation is implemented",
+    "l2": "no weight regularisation is implemented",
+    "daemon": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
+    "port": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
+    "bfgs": _BATCH, "conjugate_gradient": _BATCH, "ftrl": _BATCH, "pistol": _BATCH,
+    "coin": _BATCH,
+    "csoaa": _COST_SENSITIVE, "csoaa_ldf": _COST_SENSITIVE, "wap": _COST_SENSITIVE,
+    "cb": _COST_SENSITIVE, "cb_adf": _COST_SENSITIVE, "cb_explore": _COST_SENSITIVE,
+    "cb_explore_adf": _COST_SENSITIVE, "cbify": _COST_SENSITIVE,
+    "log_multi": "use --oaa, --ect or --sft", "recall_tree": "use --oaa, --ect or --sft",
+    "nn": "no neural-network reduction; --dyad adds a low-rank interaction model",
+    "onethread": "parsing and learning already share one thread here; drop the flag",
+}
+
+
+def _unknown_option(name: str, prefix: str = "--") -> OptionError:
+    """The error for an unknown option (``prefix`` "" for a keyword): why, when VW has it, or
+    the nearest option's name."""
+    key = name.replace("-", "_")
+    if key in NOT_IMPLEMENTED:
+        return OptionError(f"VW's option '{prefix}{name}' is not implemented by pyvw-lite: "
+                           f"{NOT_IMPLEMENTED[key]}")
+    import difflib
+    near = difflib.get_close_matches(key, list(BY_NAME), n=1, cutoff=0.75)
+    hint = f" (did you mean '{prefix}{near[0]}'?)" if near else ""
+    return OptionError(f"unrecognised option '{prefix}{name}'{hint}")
+
 
 class Options:
     """Parsed option values (attribute access) plus the set of names the user gave."""
@@ -282,7 +317,7 @@ def _lookup_long(name: str) -> Option:
     if key not in BY_NAME:
         key = key.replace("-", "_")
     if key not in BY_NAME:
-        raise OptionError(f"unrecognised option '--{name}'")
+        raise _unknown_option(name)
     return BY_NAME[key]
 
 
@@ -377,7 +412,7 @@ def options_from(args: str | Sequence[str] | None = None, **keywords: Any) -> Op
     for name, value in keywords.items():
         opt = BY_NAME.get(name)
         if opt is None:
-            raise OptionError(f"unrecognised option '{name}'")
+            raise _unknown_option(name, prefix="")
         if value is None or (opt.kind == FLAG and not value):
             continue
         if opt.kind == FLAG:

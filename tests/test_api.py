@@ -12,6 +12,8 @@ def test_workspace_string_and_keywords_are_the_same_options():
     assert a.options.as_dict() == b.options.as_dict()
     with pytest.raises(OptionError):
         Workspace(not_an_option=3)
+    with pytest.raises(OptionError, match=r"unrecognised option 'pases' \(did you mean 'passes'"):
+        Workspace(pases=3)
 
 
 def test_learn_predict_save_load_roundtrip(tmp_path, rater_task_file):

@@ -35,6 +35,9 @@ def test_help_is_plain_fast_and_imports_no_numba():
 
 @pytest.mark.parametrize("args,needle", [
     (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
+    (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
+    (["--lrq", "rt2"], "VW's option '--lrq' is not implemented by pyvw-lite: use --dyad"),
+    (["--l2", "1e-6"], "VW's option '--l2' is not implemented by pyvw-lite"),
     (["--passes", "2", "--passes", "3", "-c", "-d", "x"], "'--passes' cannot be specified more"),
     (["-b", "x"], "'x' is not a valid integer"),
     (["--loss_function", "logit"], "'logit' is not one of"),
