@@ -117,6 +117,26 @@ def test_item_block_format_and_stdin(tmp_path, capsys):
     assert out.read_bytes() == before
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["text", "gzip"])
+def test_item_blocks_on_standard_input(tmp_path, capsys, monkeypatch, packed):
+    import io
+    text = b"# comment\na -1 ann:0 bob:0 cy:1\nb 1 ann:1 bob:1\nd -1 ann:2 bob:2 cy:2\n"
+    blocks = tmp_path / "items.txt"
+    blocks.write_bytes(text)
+    from_file, from_stdin = tmp_path / "f.csv", tmp_path / "s.csv"
+    assert run([str(blocks), "-p", str(from_file), "--quiet"], capsys)[0] == 0
+    piped = gzip.compress(text) if packed else text
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(piped)))
+    code, err = run(["-", "-p", str(from_stdin), "--quiet"], capsys)  # was: missing column
+    assert code == 0, err
+    assert from_stdin.read_bytes() == from_file.read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(piped)))
+    lines = tmp_path / "items.vw"
+    assert main(["convert", "-", "-o", str(lines)]) == 0
+    assert lines.read_text().splitlines()[:2] == ["1 'a |rater r_ann |task t_a",
+                                                  "1 'a |rater r_bob |task t_a"]
+
+
 @pytest.mark.parametrize("content,gold,message", [
     ("task,worker\nx,u\n", None, "missing column 'label'"),
     ("task,worker,label\nx,u,1\nx,,2\n", None, ":3: empty 'worker'"),

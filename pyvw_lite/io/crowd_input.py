@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -247,14 +248,23 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
     return int((known >= 0).sum())
 
 
+_stdin_read: list = [None, b""]  # (the sys.stdin it came from, its bytes): read once
+
+
 def _read_all(path: str) -> bytes:
     """Standard input (``-``) or a ``.gz`` file, whole and decompressed: EM over the part of a
-    damaged file before the damage would give other labels without a word."""
+    damaged file before the damage would give other labels without a word.  Standard input is
+    read once and kept, so that its format can be told before it is parsed."""
     from .source import read_whole
+    if path == "-" and _stdin_read[0] is sys.stdin:
+        return _stdin_read[1]
     try:
-        return read_whole(path)
+        data = read_whole(path)
     except ValueError as exc:
         raise CrowdInputError(str(exc)) from None
+    if path == "-":
+        _stdin_read[:] = [sys.stdin, data]
+    return data
 
 
 def _open_text(path: str):
@@ -374,8 +384,6 @@ def read_gold(path: str) -> dict:
 
 def looks_like_blocks(path: str) -> bool:
     """SPEC §P.4 lines (``item gold worker:rating ...``) rather than a table with a header."""
-    if path == "-":
-        return False
     with _open_text(path) as handle:
         for line in handle:
             stripped = line.strip()
