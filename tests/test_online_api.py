@@ -59,3 +59,22 @@ def test_a_bad_class_label_raises_with_the_problem_only():
         model.learn_one({"f": {"x": 1.0}}, "zebra")
     with pytest.raises(ParseError, match=r"multiclass label 1.5 is not an integer \(line"):
         OnlineLearner("--oaa 3").learn_one({"f": {"x": 1.0}}, 1.5)
+
+
+def test_categorical_values_and_empty_examples():
+    assert features_text({"color": "red", "size": 3}) == "| color=red size:3.0"
+    assert features_text({}) == "|"
+    model = OnlineLearner("--loss_function logistic")
+    for _ in range(10):
+        model.learn_one({"color": "red"}, 1)
+        model.learn_one({"color": "blue"}, -1)
+    assert model.predict_one({"color": "red"}) > 0.5 > -0.5 > model.predict_one({"color": "blue"})
+    model.learn_one({}, 1)  # the constant alone: an example, not a blank line that vanishes
+    assert np.isfinite(model.predict_one({}))
+    assert OnlineLearner("--oaa 3").predict_one({}) == 1
+    try:
+        model.learn_one({"size": None}, 1)
+    except ValueError as exc:
+        assert "feature 'size': value None" in str(exc)
+    else:
+        raise AssertionError("a None value was accepted")

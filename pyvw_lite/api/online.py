@@ -3,6 +3,7 @@
 
 An example ``x`` is a dict of namespaces (``{"rater": {"r_1": 1.0}, "task": {"t_9": 1.0}}``),
 a flat dict of features (default namespace), or VW feature text (``"|rater r_1 |task t_9"``).
+A string value is a category: ``{"color": "red"}`` is the feature ``color=red`` with value 1.
 A malformed example raises :class:`pyvw_lite.workspace.ParseError` (a ``ValueError``) unless
 the learner is made with ``strict_parse=False``.
 
@@ -41,9 +42,21 @@ def features_text(x: Example) -> str:
         groups = [("", x)]
     parts = []
     for namespace, features in groups:
-        items = " ".join(f"{_name(f)}:{float(v)!r}" for f, v in features.items())
+        items = " ".join(_feature(f, v) for f, v in features.items())
         parts.append(f"|{_name(namespace)} {items}")
-    return " ".join(parts)
+    return " ".join(parts) or "|"  # no features at all: still an example (the constant)
+
+
+def _feature(name: Any, value: Any) -> str:
+    """``name:value``; a string value is a category: feature ``name=value`` with value 1."""
+    if isinstance(value, str):
+        return f"{_name(name)}={_name(value)}"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"feature {name!r}: value {value!r} is neither a number nor a "
+                         "string") from None
+    return f"{_name(name)}:{number!r}"
 
 
 class OnlineLearner:
