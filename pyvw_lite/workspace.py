@@ -263,6 +263,7 @@ class Workspace:
         self.requests = []
         self.skipped = 0
         self.label_warnings = 0
+        self.last_rows = np.zeros(0, np.int64)
 
     @staticmethod
     def _latent_rate(o: Options) -> float:
@@ -377,7 +378,12 @@ class Workspace:
             self.stdout.write(text + "\n")
 
     def _valid_rows(self, batch: ParsedBatch) -> np.ndarray:
-        """Rows to learn from; malformed rows are reported (or fatal with --strict_parse)."""
+        """Rows to learn from; malformed rows are reported (or fatal with --strict_parse).
+        ``last_rows`` keeps them: which of its examples the last call answered for."""
+        self.last_rows = self._checked_rows(batch)
+        return self.last_rows
+
+    def _checked_rows(self, batch: ParsedBatch) -> np.ndarray:
         status = batch.ex_int[:, STATUS]
         bad = np.flatnonzero(status == MALFORMED)
         for row in bad:

@@ -45,7 +45,13 @@ def test_a_malformed_example_raises_instead_of_vanishing():
         model.learn_one({"f": {"x": float("nan")}}, 1)
     assert not model.workspace.weights.any()  # nothing was learned from either
     lenient = OnlineLearner("--loss_function logistic", strict_parse=False)
-    assert lenient.learn_many([{"f": {"x": 1.0}}, {"f": {"x": 1.0}}], ["yes", 1]).shape == (1,)
+    # a skipped example keeps its place: NaN (None for a class) where its output would be
+    progressive = lenient.learn_many([{"f": {"x": 1.0}}, {"f": {"x": 1.0}}], ["yes", 1])
+    assert progressive.shape == (2,) and np.isnan(progressive[0]) and progressive[1] == 0.0
+    assert np.isnan(lenient.predict_one({"f": {"x": float("nan")}}))  # was an IndexError
+    assert np.isfinite(lenient.predict_many([{"f": {"x": float("inf")}}, {"f": {"x": 1}}])[1])
+    classes = OnlineLearner("--oaa 3", strict_parse=False)
+    assert classes.predict_many([{"x": float("nan")}, {"x": 1.0}]).tolist() == [None, 1]
 
 
 def test_a_bad_class_label_raises_with_the_problem_only():

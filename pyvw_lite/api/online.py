@@ -79,18 +79,32 @@ class OnlineLearner:
 
     def learn_many(self, X: Iterable[Example], y: Iterable[Any],
                    weights: Iterable[float] | None = None) -> np.ndarray:
-        """Learn a batch in order; returns the progressive predictions."""
+        """Learn a batch in order; returns the progressive predictions (one per example: NaN,
+        or None for a class, where ``strict_parse=False`` skipped a malformed one)."""
         X, y = list(X), list(y)
         weights = [1.0] * len(X) if weights is None else list(weights)
-        return self._outputs(self.workspace.learn(
-            [self._line(x, label, w) for x, label, w in zip(X, y, weights)]))
+        return self._aligned(self.workspace.learn,
+                             [self._line(x, label, w) for x, label, w in zip(X, y, weights)])
 
     def predict_one(self, x: Example) -> Any:
         value = self.predict_many([x])[0]
         return value.item() if isinstance(value, np.generic) else value
 
     def predict_many(self, X: Iterable[Example]) -> np.ndarray:
-        return self._outputs(self.workspace.predict([self._line(x) for x in X]))
+        """One prediction per example (NaN, or None for a class, for a skipped one)."""
+        return self._aligned(self.workspace.predict, [self._line(x) for x in X])
+
+    def _aligned(self, method, lines: list[str]) -> np.ndarray:
+        """``method``'s outputs placed at their examples' positions."""
+        ws = self.workspace
+        if not lines:
+            return self._outputs(np.zeros(0))
+        values = self._outputs(method(ws.parse(lines)))
+        if ws.last_rows.size == len(lines):
+            return values
+        out = np.full(len(lines), None if values.dtype == object else np.nan, dtype=values.dtype)
+        out[ws.last_rows] = values
+        return out
 
     def predict_proba_one(self, x: Example) -> dict[Any, float]:
         ws = self.workspace
