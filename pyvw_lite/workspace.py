@@ -569,7 +569,9 @@ class Workspace:
     def learn(self, examples) -> np.ndarray:
         """Learn from VW lines (a string, a list of strings) or a parsed batch, in order.
 
-        Returns the progressive predictions (each made before its own update).
+        Returns the progressive predictions (each made before its own update), one per example
+        used: a malformed line is skipped with a warning, so ``last_rows`` says which rows of
+        the batch (lines, in order) the outputs belong to.
         """
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
@@ -577,7 +579,8 @@ class Workspace:
         return pred
 
     def predict(self, examples) -> np.ndarray:
-        """Predictions for VW lines or a parsed batch; the model is not changed."""
+        """Predictions for VW lines or a parsed batch, one per example used (``last_rows``: their
+        rows); the model is not changed."""
         return self.predict_with_scores(examples)[0]
 
     def predict_with_scores(self, examples) -> tuple[np.ndarray, np.ndarray]:

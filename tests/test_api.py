@@ -48,3 +48,10 @@ def test_determinism():
     lines = [f"{1 if i % 3 else -1} |a f{i % 7} |b g{i % 5}" for i in range(300)]
     a, b = Workspace("--quiet --loss_function hinge"), Workspace("--quiet --loss_function hinge")
     assert np.array_equal(a.learn(lines), b.learn(lines))
+
+
+def test_last_rows_says_which_lines_the_outputs_belong_to():
+    ws = Workspace(quiet=True)
+    progressive = ws.learn(["1 |a x", "zz |a y", "", "2 |a z"])  # a bad label, a blank line
+    assert progressive.size == 2 and ws.last_rows.tolist() == [0, 3]
+    assert ws.predict(["|a x", "1 |a x:nan"]).size == 1 and ws.last_rows.tolist() == [0]
