@@ -2,6 +2,7 @@
 configured experiment."""
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import json
@@ -36,22 +37,41 @@ def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
     code, _, err = cli(["convert", str(answers), "-o", str(out), "--map", str(mapping),
                         "--features", "hour,site"], capsys)
     assert code == 0, err
-    assert out.read_text().splitlines() == [
-        "2 'q_1 |rater r_ann |task t_q_1 |hour hour:3.5 |site site_x_y",
-        "1 'q_2 |rater r_bob |task t_q_2 |hour hour:7 |site site_z",
-        "2 'q_1 |rater r_bob |task t_q_1 |hour hour:1 |site site_x_y"]
+    assert out.read_text().splitlines() == [  # VW's syntax characters percent-encoded
+        "2 'q%201 |rater r_ann |task t_q%201 |hour hour:3.5 |site site_x%7Cy",
+        "1 'q%202 |rater r_bob |task t_q%202 |hour hour:7 |site site_z",
+        "2 'q%201 |rater r_bob |task t_q%201 |hour hour:1 |site site_x%7Cy"]
     assert json.loads(mapping.read_text())["labels"] == ["no", "yes"]
     assert "3 lines, 2 tasks, 2 raters, labels 1=no, 2=yes" in err
     predictions = tmp_path / "p.txt"
-    predictions.write_text("2 q_1\n1 q_2\n")
+    predictions.write_text("2 q%201\n1 q%202\n")
     back = tmp_path / "back.csv"
     code, _, err = cli(["convert", str(predictions), "--back", "--map", str(mapping), "-o",
                         str(back)], capsys)
-    assert code == 0 and back.read_text() == "task,label\nq_1,yes\nq_2,no\n"
+    assert code == 0 and back.read_text() == "task,label\nq 1,yes\nq 2,no\n"
     predictions.write_text("3 q_1\n")
     code, _, err = cli(["convert", str(predictions), "--back", "--map", str(mapping), "-o",
                         str(back)], capsys)
     assert code == 1 and "p.txt:1: class 3 outside 1..2" in err
+
+
+def test_convert_keeps_ids_distinct_and_maps_them_back_exactly(tmp_path, capsys):
+    """'a b' and 'a_b' were both the task t_a_b (one feature for two tasks), and --back wrote
+    the mangled id and an unquoted label with a comma (a broken CSV row)."""
+    answers = tmp_path / "a.csv"
+    answers.write_text('task,worker,label\na b,u,"x, y"\na_b,u,z\n"c,d|e:f\'g%",u,z\n')
+    out, mapping = tmp_path / "a.vw", tmp_path / "a.json"
+    assert cli(["convert", str(answers), "-o", str(out), "--map", str(mapping)], capsys)[0] == 0
+    lines = out.read_text().splitlines()
+    assert len({line.split("|task ")[1] for line in lines}) == 3
+    predictions = tmp_path / "p.txt"
+    predictions.write_text("".join(f"{line.split()[0]} {line.split()[1][1:]}\n" for line in lines))
+    back = tmp_path / "back.csv"
+    assert cli(["convert", str(predictions), "--back", "--map", str(mapping), "-o", str(back)],
+               capsys)[0] == 0
+    with open(back, newline="") as handle:
+        assert list(csv.reader(handle)) == [["task", "label"], ["a b", "x, y"], ["a_b", "z"],
+                                            ["c,d|e:f'g%", "z"]]
 
 
 def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):

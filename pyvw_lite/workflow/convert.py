@@ -7,6 +7,7 @@ any other ``|c c_<value>``.  The label map is a small JSON file written next to 
 """
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 
@@ -21,9 +22,26 @@ from .evaluate import split_prediction
 MAP_FORMAT = "pyvw-lite label map 1"
 
 
+# VW syntax characters in an id, and '%' itself, are percent-encoded: distinct ids stay distinct
+# features ("a b" and "a_b" were one task), and a tag maps back to its exact id.
+_ESCAPED = {character: f"%{ord(character):02X}" for character in "%:| \t'\r\n\v\f"}
+
+
 def vw_token(text: str) -> str:
-    """An id as a VW feature name or tag: VW syntax characters become '_'."""
-    return "".join("_" if character in ":| \t'\r\n" else character for character in str(text))
+    """An id as a VW feature name or tag: ``%``, ``:``, ``|``, ``'`` and white space
+    percent-encoded (``q 1`` -> ``q%201``); :func:`from_vw_token` reverses it."""
+    text = str(text)
+    if not any(character in _ESCAPED for character in text):
+        return text
+    return "".join(_ESCAPED.get(character, character) for character in text)
+
+
+def from_vw_token(token: str) -> str:
+    """The id a :func:`vw_token` came from."""
+    if "%" not in token:
+        return token
+    from urllib.parse import unquote
+    return unquote(token)
 
 
 @dataclass
@@ -138,8 +156,9 @@ def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
             if not 1 <= k <= len(names):
                 raise CrowdInputError(f"{predictions}:{line_number}: class {k} outside "
                                       f"1..{len(names)} of {label_map}")
-            rows.append((rest[0] if rest else str(line_number), names[k - 1]))
+            rows.append((from_vw_token(rest[0]) if rest else str(line_number), names[k - 1]))
     with atomic_write(out, binary=False) as handle:
-        handle.write("task,label\n")
-        handle.writelines(f"{task},{label}\n" for task, label in rows)
+        writer = csv.writer(handle, lineterminator="\n")  # quotes an id or label with a comma
+        writer.writerow(("task", "label"))
+        writer.writerows(rows)
     return len(rows)
