@@ -407,6 +407,14 @@ def test_crowd_rows_keep_their_lines_across_blank_lines(tmp_path):
     assert warnings == [f"[warning] {answers}:4: unknown label 'y' (labels: x); skipped"]
 
 
+def test_split_reports_overlap_only_for_rater_task_lines(tmp_path, capsys):
+    source = tmp_path / "plain.vw"
+    source.write_text("".join(f"{k % 2} |f x{k}\n" for k in range(100)))
+    code, _, err = cli(["split", str(source), "--train", str(tmp_path / "a.vw"), "--test",
+                        str(tmp_path / "b.vw")], capsys)
+    assert code == 0 and "lines" in err and "also in train" not in err  # not "0 of 0"
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["text", "gzip"])
 def test_split_reads_standard_input(tmp_path, capsys, monkeypatch, packed):
     import sys

@@ -269,10 +269,16 @@ def split(
     def action():
         refuse_overwriting([("source", source)], [("--train", train), ("--test", test)])
         r = split_file(source, train, test, test_fraction, seed)
-        typer.echo(f"train = {r.train_lines} lines ({train})\ntest = {r.test_lines} lines "
-                   f"({test})\ntest raters also in train = {r.test_raters_in_train} of "
-                   f"{r.test_raters}\ntest tasks also in train = {r.test_tasks_in_train} of "
-                   f"{r.test_tasks}", err=True)
+        report = [f"train = {r.train_lines} lines ({train})",
+                  f"test = {r.test_lines} lines ({test})"]
+        # the overlap lines need the rater-task namespaces (|rater ... |task ...)
+        if r.test_raters:
+            report.append(f"test raters also in train = {r.test_raters_in_train} of "
+                          f"{r.test_raters}")
+        if r.test_tasks:
+            report.append(f"test tasks also in train = {r.test_tasks_in_train} of "
+                          f"{r.test_tasks}")
+        typer.echo("\n".join(report), err=True)
 
     _workflow_errors(action)
 
