@@ -228,6 +228,33 @@ def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
     assert np.array_equal(result.hits, expected.hits)
 
 
+@pytest.mark.parametrize("labels,predictions,threshold,errors,note", [
+    ("-1 1 1 -1", "-0.2 0.3 1.7 0.1", None, 1, False),  # scores: by sign
+    ("-1 1 1 -1", "0.2 0.7 0.9 0.6", None, 1, True),  # --link logistic: above 0.5 (was 2)
+    ("-1 1 1 -1", "0.2 0.7 0.9 0.6", 0.0, 2, False),  # --threshold overrides
+    ("0 1 1 0", "0.2 0.7 0.4 0.1", None, 1, False),  # 0/1 labels, real predictions
+    ("0 1 2 0", "0 1 1 0", None, 1, False),  # 0-indexed classes (0 was read as -1)
+    ("1 1 1 1", "1 2 3 1", None, 2, False),  # classes, though every label is 1 (was 0)
+    ("cat dog dog", "cat cat dog", None, 1, False),  # --named_labels
+])
+def test_evaluate_reads_binary_scores_probabilities_and_classes(
+        tmp_path, labels, predictions, threshold, errors, note):
+    data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
+    data.write_text("".join(f"{label} |a x\n" for label in labels.split()))
+    scored.write_text("".join(f"{value}\n" for value in predictions.split()))
+    result = evaluate_predictions(str(scored), str(data), threshold)
+    assert result.errors == errors
+    assert any("threshold 0.5" in line for line in result.notes) == note
+
+
+def test_evaluate_refuses_regression_labels(tmp_path):
+    data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
+    data.write_text("0.2 |a x\n3.5 |a y\n")
+    scored.write_text("0.4\n3.1\n")
+    with pytest.raises(ValueError, match=r"d.vw: label '0.2' is not a class \(regression"):
+        evaluate_predictions(str(scored), str(data))
+
+
 def test_convert_back_reads_score_predictions(tmp_path, capsys):
     """--back maps a --scores line to its argmax class and keeps the tag after the scores."""
     answers, lines, labels_map = tmp_path / "a.csv", tmp_path / "a.vw", tmp_path / "m.json"

@@ -291,6 +291,8 @@ def evaluate(
     truth: str = typer.Option(None, "--truth", help="truth file (task,label) for --labels"),
     versus: str = typer.Option(None, "--versus", help="another model's predictions of the same "
                                                       "examples: paired comparison (with -p -d)"),
+    threshold: float = typer.Option(None, "--threshold", help="binary labels: a prediction above "
+                                    "it is positive (default 0, or 0.5 when all lie in [0, 1])"),
 ) -> None:
     """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix; with
     --versus, the paired difference from another model and its exact McNemar test."""
@@ -300,14 +302,14 @@ def evaluate(
         if versus and not (predictions and data):
             raise ValueError("--versus compares two predictions files of the same -d DATA")
         if predictions and data:
-            result = evaluate_predictions(predictions, data)
+            result = evaluate_predictions(predictions, data, threshold)
         elif labels and truth:
             result = evaluate_labels(labels, truth)
         else:
             raise ValueError("give -p PREDICTIONS -d DATA, or --labels LABELS --truth TRUTH")
         typer.echo(result.text(), nl=False)
         if versus:
-            other = evaluate_predictions(versus, data)
+            other = evaluate_predictions(versus, data, threshold)
             typer.echo(paired_difference(other.hits, result.hits).text(predictions, versus))
 
     _workflow_errors(action)

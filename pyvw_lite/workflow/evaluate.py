@@ -179,21 +179,61 @@ def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
     return best, fields[used:]
 
 
-def _class_text(token: str) -> str:
-    """A VW label or prediction as a class: ``3``, ``3:0.5`` (weight) or ``-1``/``0.73`` (binary
-    score, by sign)."""
-    head = token.split(":", 1)[0]
+def _head(token: str) -> str:
+    """A label or prediction token without a ``:weight`` suffix."""
+    return token.split(":", 1)[0]
+
+
+def _number(text: str) -> float | None:
     try:
-        value = float(head)
+        value = float(text)
     except ValueError:
-        return head
-    if value.is_integer() and value >= 1:
-        return str(int(value))
-    return "1" if value > 0 else "-1"
+        return None
+    return value if math.isfinite(value) else None
 
 
-def evaluate_predictions(predictions: str, data: str) -> Evaluation:
-    """Predictions (``-p`` output, one per example) against the labels of the same examples."""
+def _as_classes(labels: list[str], predictions: list[str], threshold: float | None,
+                where: str) -> tuple[list[str], list[str], list[str]]:
+    """Labels and predictions as class names, and notes on how they were read.
+
+    * Labels -1/1 (or 0/1 with real-valued predictions) are binary: a prediction is its sign,
+      or above 0.5 when every prediction lies in [0, 1] (probabilities, ``--link logistic``);
+      ``threshold`` overrides both.
+    * Integer labels with integer predictions are classes (``--oaa``/``--ect``/``--sft``).
+    * Names (``--named_labels``) are compared as they are.
+    * Other numbers are regression labels, which have no 0/1 loss: an error.
+    """
+    y = [_number(text) for text in labels]
+    p = [_number(text) for text in predictions]
+    if any(value is None for value in y) or any(value is None for value in p):
+        return labels, predictions, []
+    values = set(y)
+    integral = all(value.is_integer() for value in p)
+    classes = integral and any(value not in (-1.0, 0.0, 1.0) for value in p)  # 2, 3, ...
+    binary = not classes and (values <= {-1.0, 1.0} or (values <= {0.0, 1.0} and (
+        not integral or threshold is not None)))
+    if binary:
+        notes = []
+        if threshold is None:
+            threshold = 0.5 if (not integral and all(0.0 <= v <= 1.0 for v in p)) \
+                or 0.0 in values else 0.0
+            if threshold == 0.5 and -1.0 in values:
+                notes.append("predictions read as probabilities (all in [0, 1]): threshold 0.5")
+        negative = "0" if 0.0 in values else "-1"
+        return (["1" if v > 0 else negative for v in y],
+                ["1" if v > threshold else negative for v in p], notes)
+    if all(value.is_integer() and value >= 0 for value in y) and integral:
+        return [str(int(v)) for v in y], [str(int(v)) for v in p], []
+    example = next(text for text, value in zip(labels, y)
+                   if not (value.is_integer() and value >= 0))
+    raise CrowdInputError(f"{where}: label {example!r} is not a class (regression data?); 0/1 "
+                          "loss needs binary labels -1/1 or class labels")
+
+
+def evaluate_predictions(predictions: str, data: str,
+                         threshold: float | None = None) -> Evaluation:
+    """Predictions (``-p`` output, one per example) against the labels of the same examples;
+    ``threshold``: where a binary prediction turns positive (default: see :func:`_as_classes`)."""
     predicted = _first_tokens(predictions, scores=True)
     labelled = _first_tokens(data)
     if len(predicted) != len(labelled):
@@ -203,11 +243,14 @@ def evaluate_predictions(predictions: str, data: str) -> Evaluation:
     for (line, label), (_, prediction) in zip(labelled, predicted):
         if not label:
             continue  # an unlabelled example has nothing to score
-        truth.append(_class_text(label))
-        guesses.append(_class_text(prediction))
+        truth.append(_head(label))
+        guesses.append(_head(prediction))
     if not truth:
         raise CrowdInputError(f"{data}: no labelled examples to score")
-    return confusion_of(truth, guesses)
+    truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
+    result = confusion_of(truth, guesses)
+    result.notes = notes
+    return result
 
 
 def evaluate_labels(labels: str, truth: str) -> Evaluation:
