@@ -242,6 +242,18 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     assert "ratio" in out.getvalue()
 
 
+def test_bench_crowd_runs_end_to_end_without_the_peer(tmp_path):
+    from pyvw_lite.cli.crowd_bench import run_crowd_bench
+    import io
+    out = io.StringIO()
+    rows = run_crowd_bench(sizes=(300,), repeat=1, workdir=str(tmp_path), many_workers=3000,
+                           out=out)
+    assert [row["method"] for row in rows] == ["online, 3,000 workers", "batch EM", "online EM"]
+    assert all(0.5 < row["accuracy"] <= 1.0 for row in rows)
+    table = out.getvalue()
+    assert "nan" not in table and "batch EM" in table  # a cell that does not apply shows '-'
+
+
 @pytest.mark.parametrize("args, needle", [
     (["bench", "--repeat", "0"], "'--repeat'"),
     (["bench", "-n", "0"], "'--lines'"),

@@ -150,12 +150,13 @@ def report(rows: list[dict], out=sys.stdout) -> None:
         peer = next((other for other in rows if other["tasks"] == row["tasks"]
                      and other["method"].startswith("crowd-kit")), None)
         comparable = peer and row is not peer and "workers" not in row["method"]
-        speedup = peer["seconds"] / row["seconds"] if comparable else float("nan")
+        speedup = f"{peer['seconds'] / row['seconds']:.1f}" if comparable else "-"
         table = row.get("table_bytes")
+        table = f"{table / 2**20:.1f}" if table else "-"
+        rss = f"{row['max_rss_mb']:.0f}" if row.get("max_rss_mb") is not None else "-"
         out.write(f"{row['tasks']:>9,} {row['method']:<28} {row['seconds']:>8.3f} "
                   f"{row['ratings'] / row['seconds']:>12,.0f} {row['accuracy']:>9.4f} "
-                  f"{row.get('iterations', '') or '':>6} {speedup:>9.1f} "
-                  f"{table / 2**20 if table else float('nan'):>9.1f} "
-                  f"{row.get('max_rss_mb', float('nan')):>11.0f}\n")
+                  f"{row.get('iterations', '') or '':>6} {speedup:>9} {table:>9} {rss:>11}\n")
     out.write("fit s: median wall seconds of the fit alone (loading excluded); speed-up = "
-              "crowd-kit's fit time / ours; 2,000 workers unless said\n")
+              "crowd-kit's fit time / ours; table MB: the hashed worker table; max RSS: the "
+              "whole process; '-': does not apply or not measured; 2,000 workers unless said\n")
