@@ -240,6 +240,7 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
                                              "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)"]
     assert results[0].ours_loss == results[1].ours_loss
     assert "ratio" in out.getvalue()
+    assert "nan" not in out.getvalue() and "None" not in out.getvalue()  # VW's cells: '-'
 
 
 def test_bench_crowd_runs_end_to_end_without_the_peer(tmp_path):

@@ -176,10 +176,14 @@ def report(results: list[Result], out=sys.stdout) -> None:
     for r in results:
         ours = statistics.median(r.ours_seconds)
         peer = statistics.median(r.peer_seconds) if r.peer_seconds else None
-        out.write(f"{r.scenario:<34} {ours:>11.3f} {peer if peer else float('nan'):>8.3f} "
-                  f"{r.examples / ours:>15,.0f} "
-                  f"{(r.examples / peer) if peer else float('nan'):>11,.0f} "
-                  f"{r.ratio if r.ratio else float('nan'):>6.2f}  {r.ours_loss} / {r.peer_loss}\n")
+        loss = r.ours_loss or "-"
+        if peer:
+            out.write(f"{r.scenario:<34} {ours:>11.3f} {peer:>8.3f} {r.examples / ours:>15,.0f} "
+                      f"{r.examples / peer:>11,.0f} {r.ratio:>6.2f}  {loss} / "
+                      f"{r.peer_loss or '-'}\n")
+        else:  # VW not timed: its cells stay empty
+            out.write(f"{r.scenario:<34} {ours:>11.3f} {'-':>8} {r.examples / ours:>15,.0f} "
+                      f"{'-':>11} {'-':>6}  {loss}\n")
     out.write("ratio = pyvw-lite examples/s ÷ VW examples/s (medians, runs interleaved, "
               "whole processes)\n")
 
