@@ -98,6 +98,14 @@ def test_a_missing_value_is_an_error_naming_its_row(aggregator, column, value):
         aggregator().fit_predict(frame)
 
 
+@pytest.mark.parametrize("aggregator", [BatchEM, OnlineEM, OneCoinDawidSkene])
+def test_a_single_label_is_refused_by_the_models_that_need_two(aggregator):
+    answers = {"task": ["a", "b"], "worker": ["u", "u"], "label": ["x", "x"]}
+    with pytest.raises(ValueError, match="at least 2 labels, got 1"):  # one-coin: ZeroDivision
+        aggregator().fit_predict(answers)
+    assert MajorityVote().fit_predict(answers).tolist() == ["x", "x"]
+
+
 def test_hashed_online_memory_does_not_grow_with_workers():
     sizes = []
     for workers in (50, 20_000):

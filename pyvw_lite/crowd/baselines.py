@@ -36,7 +36,8 @@ def majority_vote(data: CrowdData) -> np.ndarray:
 def _one_coin(item_start, rating_worker, rating_label, gold, K, n_workers, q, max_iters, tol):
     """EM for 'worker w answers the truth with probability p_w, else uniformly among the rest'.
 
-    Beta(2, 1)-smoothed accuracies and add-one class priors keep every logarithm finite.
+    Accuracies with one pseudo-hit and one pseudo-miss (the MAP under a Beta(2, 2) prior) and
+    add-one class priors keep every logarithm finite.
     Returns the number of iterations.
     """
     n_items = item_start.size - 1
@@ -85,6 +86,8 @@ def _one_coin(item_start, rating_worker, rating_label, gold, K, n_workers, q, ma
 
 def one_coin_dawid_skene(data: CrowdData, max_iters: int = 100, tol: float = 1e-7):
     """Posteriors and iteration count, starting from the majority vote."""
+    if data.n_labels < 2:  # a wrong answer would have no label to be
+        raise ValueError(f"one-coin Dawid-Skene needs at least 2 labels, got {data.n_labels}")
     q = majority_vote(data)
     iterations = _one_coin(data.item_start, data.rating_worker, data.rating_label, data.gold,
                            data.n_labels, len(data.worker_names), q, max_iters, tol)
