@@ -289,3 +289,12 @@ def test_baselines_refuse_model_outputs_before_writing_anything(answers, capsys,
                          *extra], capsys)
         assert code == 1 and "needs --method em" in err
         assert not out.exists()
+
+
+def test_gold_tasks_no_answer_names_are_counted(tmp_path, capsys):
+    answers, gold = tmp_path / "a.csv", tmp_path / "g.csv"
+    answers.write_text("task,worker,label\na,u,x\nb,u,y\nb,v,y\n")
+    gold.write_text("task,label\na,x\nzz,y\nqq,x\n")  # zz, qq: typos or another batch
+    code, err = run([str(answers), "--gold", str(gold), "--batch"], capsys)
+    assert code == 0, err
+    assert "1 gold (2 gold tasks in no answer)" in err

@@ -164,6 +164,8 @@ def run(run: CrowdRun) -> int:
                   f"{len(data.worker_names)} workers, {data.n_labels} labels "
                   f"({', '.join(data.label_names)})"
                   + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
+                  + (f" ({data.gold_elsewhere} gold tasks in no answer)" if data.gold_elsewhere
+                     else "")
                   + (f", {data.duplicates} repeated task-worker pairs (kept)" if data.duplicates
                      else "") + "\n")
     fit_started = time.perf_counter()

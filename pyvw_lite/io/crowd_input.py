@@ -56,6 +56,7 @@ class CrowdData:
     duplicates: int = 0  # repeated (task, worker) pairs, kept
     skipped_lines: int = 0  # item-block lines without ratings
     malformed: int = 0  # malformed rows (or item blocks) skipped
+    gold_elsewhere: int = 0  # gold tasks that no answer names
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -245,6 +246,7 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
     """Mark known items; ``gold`` maps task id to label text.  Returns the number applied."""
     known = known_labels(data, gold, where)
     data.gold = np.where(known >= 0, known, data.gold)
+    data.gold_elsewhere = len(set(gold) - set(data.task_names.tolist()))
     return int((known >= 0).sum())
 
 
