@@ -247,6 +247,19 @@ def test_evaluate_reads_binary_scores_probabilities_and_classes(
     assert any("threshold 0.5" in line for line in result.notes) == note
 
 
+def test_evaluate_weighs_by_importance_as_vw_does(tmp_path):
+    data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
+    data.write_text("1 3 'a |f x\n-1 |f y\n1 0.5 'c |f z\n-1 'd |f w\n")
+    scored.write_text("-1 a\n-1\n-1 c\n-1 d\n")  # wrong on weights 3 and 0.5 of 5.5
+    result = evaluate_predictions(str(scored), str(data))
+    assert result.errors == 2 and result.loss == 0.5
+    assert result.notes == ["weighted 0/1 loss = 0.636364 (importance weights; the counts above "
+                            "give each example one vote)"]
+    data.write_text("1 'a |f x\n-1 |f y\n")
+    scored.write_text("1 a\n1\n")
+    assert evaluate_predictions(str(scored), str(data)).notes == []  # all weights 1: no note
+
+
 def test_evaluate_refuses_regression_labels(tmp_path):
     data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
     data.write_text("0.2 |a x\n3.5 |a y\n")

@@ -139,9 +139,10 @@ def _natural(text: str):
         return (1, 0.0, text)
 
 
-def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
-    """``(line, first token)`` of every non-empty line (``""`` for a line without a label);
-    with ``scores``, the prediction of a ``-p`` line (:func:`split_prediction`)."""
+def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float]]:
+    """``(line, first token, importance)`` of every non-empty line (``""`` for a line without a
+    label; importance: the number after a VW label, else 1); with ``scores``, the prediction of
+    a ``-p`` line (:func:`split_prediction`)."""
     tokens = []
     try:
         text = read_whole(path).decode("utf-8")
@@ -152,9 +153,10 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str]]:
         if scores and fields:
             fields = [split_prediction(fields)[0]]
         if fields and not fields[0].startswith("|"):
-            tokens.append((line_number, fields[0]))
+            weight = _number(fields[1]) if len(fields) > 1 and not scores else None
+            tokens.append((line_number, fields[0], 1.0 if weight is None else weight))
         elif fields:
-            tokens.append((line_number, ""))
+            tokens.append((line_number, "", 1.0))
     return tokens
 
 
@@ -239,16 +241,22 @@ def evaluate_predictions(predictions: str, data: str,
     if len(predicted) != len(labelled):
         raise CrowdInputError(f"{predictions}: {len(predicted)} predictions for {len(labelled)} "
                               f"examples in {data}")
-    truth, guesses = [], []
-    for (line, label), (_, prediction) in zip(labelled, predicted):
+    truth, guesses, weights = [], [], []
+    for (line, label, weight), (_, prediction, _) in zip(labelled, predicted):
         if not label:
             continue  # an unlabelled example has nothing to score
         truth.append(_head(label))
         guesses.append(_head(prediction))
+        weights.append(weight)
     if not truth:
         raise CrowdInputError(f"{data}: no labelled examples to score")
     truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
     result = confusion_of(truth, guesses)
+    weights = np.array(weights)
+    if (weights != 1.0).any() and weights.sum() > 0:  # VW's average loss weighs by importance
+        weighted = float(weights[~result.hits].sum() / weights.sum())
+        notes.append(f"weighted 0/1 loss = {weighted:.6f} (importance weights; the counts "
+                     "above give each example one vote)")
     result.notes = notes
     return result
 
