@@ -55,6 +55,18 @@ def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
     assert code == 1 and "p.txt:1: class 3 outside 1..2" in err
 
 
+def test_convert_leaves_out_non_finite_feature_values(tmp_path, capsys):
+    """'hour:nan' made the learner skip the whole example (a non-finite value)."""
+    answers, out = tmp_path / "a.csv", tmp_path / "a.vw"
+    answers.write_text("task,worker,label,hour\na,u,x,3\nb,u,y,nan\nc,v,x,inf\nd,v,y,1e400\n"
+                       "e,v,y,nan\n")
+    code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour"], capsys)
+    assert code == 0 and "warning: 4 non-finite 'hour' values" in err
+    assert out.read_text().splitlines()[:2] == ["1 'a |rater r_u |task t_a |hour hour:3",
+                                                "2 'b |rater r_u |task t_b"]
+    assert "hour" not in "".join(out.read_text().splitlines()[1:])
+
+
 def test_convert_keeps_ids_distinct_and_maps_them_back_exactly(tmp_path, capsys):
     """'a b' and 'a_b' were both the task t_a_b (one feature for two tasks), and --back wrote
     the mangled id and an unquoted label with a comma (a broken CSV row)."""

@@ -248,6 +248,9 @@ def convert(
         typer.echo(f"{report.lines} lines, {report.tasks} tasks, {report.workers} raters, labels "
                    + ", ".join(f"{k + 1}={name}" for k, name in enumerate(report.labels))
                    + f" -> {out}" + (f" (map: {label_map})" if label_map else ""), err=True)
+        for name, count in report.left_out.items():
+            typer.echo(f"warning: {count} non-finite {name!r} values (nan, inf, ...) left out "
+                       "as missing", err=True)
         for name in report.clashes:
             typer.echo(f"warning: namespace {name!r} starts with the letter of rater/task, so "
                        "-q/--dyad on that letter would include it", err=True)

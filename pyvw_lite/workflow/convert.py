@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,9 +51,10 @@ class ConvertReport:
     tasks: int
     workers: int
     clashes: list[str]  # extra namespaces whose first letter is r or t (as -q rt sees them)
+    left_out: dict[str, int] = field(default_factory=dict)  # column -> non-finite cells
 
 
-def _numeric(values: np.ndarray) -> bool:
+def _numeric(values: list) -> bool:
     try:
         np.asarray(values, dtype=float)
     except ValueError:
@@ -90,12 +91,19 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
     task = tasks[columns["task"].codes]
     parts = [labels.astype(object) + " '" + task + " |rater r_"
              + workers[columns["worker"].codes] + " |task t_" + task]
+    left_out = {}
     for name in features:  # an empty cell leaves the example without that namespace
         column = columns[name]
         empty = np.zeros(column.values.size, dtype=bool)
         empty[np.unique(column.codes[column.missing()])] = True
         values = column.values.tolist()
         numeric = _numeric([value for value, blank in zip(values, empty) if not blank])
+        if numeric:  # nan, inf, 1e400: no value a learner can use, so left out like a blank
+            bad = ~empty & ~np.isfinite(np.array([0.0 if blank else float(value) for value, blank
+                                                  in zip(values, empty)]))
+            if bad.any():
+                left_out[name] = int(np.isin(column.codes, np.flatnonzero(bad)).sum())
+                empty |= bad
         cells = np.array(["" if blank else f" |{vw_token(name)} {vw_token(name)}:{value}"
                           if numeric else f" |{vw_token(name)} {vw_token(name)}_{vw_token(value)}"
                           for value, blank in zip(values, empty)], dtype=object)
@@ -115,7 +123,7 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
             handle.write("\n")
     return ConvertReport(lines=int(lines.size), labels=label_names,
                          tasks=len(columns["task"].values), workers=len(columns["worker"].values),
-                         clashes=clashes)
+                         clashes=clashes, left_out=left_out)
 
 
 def _block_columns(data: CrowdData) -> dict[str, Column]:
