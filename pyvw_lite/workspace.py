@@ -670,6 +670,17 @@ class Workspace:
         """Write the model to ``path`` atomically."""
         save_model(path, self.model_data(predict_only), __version__)
 
+    def finish(self) -> None:
+        """Write the files the options name for the end of a run, as VW's ``finish()`` does:
+        ``-f`` (the model, atomically) and ``--readable_model``.  The workspace stays usable."""
+        if self.options.invert_hash:
+            raise ValueError("--invert_hash needs the feature names of a command-line run "
+                             "(pyvw-lite -d ...); from Python use write_readable_model")
+        if self.options.final_regressor:
+            self.save(self.options.final_regressor)
+        if self.options.readable_model:
+            self.write_readable_model(self.options.readable_model)
+
     def write_readable_model(self, path: str) -> None:
         predict_only = self.options.predict_only_model
         resume = None if predict_only else self.resume_lines()

@@ -55,3 +55,17 @@ def test_last_rows_says_which_lines_the_outputs_belong_to():
     progressive = ws.learn(["1 |a x", "zz |a y", "", "2 |a z"])  # a bad label, a blank line
     assert progressive.size == 2 and ws.last_rows.tolist() == [0, 3]
     assert ws.predict(["|a x", "1 |a x:nan"]).size == 1 and ws.last_rows.tolist() == [0]
+
+
+def test_finish_writes_the_files_the_options_name(tmp_path):
+    """As VW's Workspace.finish(): -f and --readable_model are written at the end."""
+    model, text = tmp_path / "m.pvw", tmp_path / "m.txt"
+    ws = Workspace(f"-f {model} --readable_model {text} --quiet")
+    ws.learn(["1 |a x", "-1 |a y"])
+    assert not model.exists()
+    ws.finish()
+    again = Workspace(f"-i {model} --quiet")
+    np.testing.assert_array_equal(again.predict("|a x"), ws.predict("|a x"))
+    assert text.read_text().startswith("Version")
+    with pytest.raises(ValueError, match="--invert_hash needs the feature names"):
+        Workspace(f"--invert_hash {text} --quiet").finish()
