@@ -83,6 +83,12 @@ def test_malformed_lines_are_flagged_with_location(line, code):
     assert message.startswith("t.vw:2: ") and repr(line) in message
 
 
+def test_a_message_about_a_runaway_token_stays_short():
+    batch = parse("1 |a ok\n1 |a:" + "y" * 5000 + " b")
+    message = describe_error(batch, 1)
+    assert message.startswith("t.vw:2: namespace weight in '|a:yyy") and len(message) < 400
+
+
 def test_empty_whitespace_crlf_and_bom_lines():
     batch = parse("\n   \n1 |a x\r\n\xef\xbb\xbf1 |a x\n".encode("latin-1"))
     status = list(batch.ex_int[:, STATUS])

@@ -651,5 +651,7 @@ def describe_error(batch: ParsedBatch, row: int) -> str:
     code = int(batch.ex_int[row, ERR_CODE])
     s, e = int(batch.ex_int[row, ERR_START]), int(batch.ex_int[row, ERR_END])
     text = bytes(batch.buf[s:e]).decode("utf-8", "replace")
+    if len(text) > 80:  # binary data or a runaway token: the line below shows the context
+        text = text[:80] + "..."
     what = ERROR_MESSAGES.get(code, "malformed example").format(text=text)
     return f"{batch.source}:{batch.first_line + row}: {what} (line: {batch.line_text(row)!r})"
