@@ -298,3 +298,11 @@ def test_gold_tasks_no_answer_names_are_counted(tmp_path, capsys):
     code, err = run([str(answers), "--gold", str(gold), "--batch"], capsys)
     assert code == 0, err
     assert "1 gold (2 gold tasks in no answer)" in err
+
+
+def test_a_long_bad_row_is_quoted_short(tmp_path, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\na,u,x\nb,v,y\nb," + "w" * 3000 + ",y,extra\n")
+    code, err = run([str(answers), "--batch"], capsys)
+    assert code == 0 and "a.csv:4: expected 3 fields, got 4 (line: 'b,www" in err
+    assert max(len(line) for line in err.splitlines()) < 300

@@ -44,6 +44,11 @@ class RowPolicy:
 STRICT = RowPolicy()
 
 
+def _quoted(line: str, limit: int = 200) -> str:
+    """A bad row for a message: quoted, and shortened when very long."""
+    return repr(line if len(line) <= limit else line[:limit] + "...")
+
+
 @dataclass
 class CrowdData:
     task_names: np.ndarray  # item i's task id (str)
@@ -354,12 +359,12 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
             text = delimiter.join(row)
             if len(row) != len(header):
                 rows.reject(f"{name}:{line_number}: expected {len(header)} fields, got "
-                            f"{len(row)} (line: {text!r})")
+                            f"{len(row)} (line: {_quoted(text)})")
                 continue
             fields = [row[position].strip() for position in positions]
             if "" in fields[:len(required)]:
                 rows.reject(f"{name}:{line_number}: empty {required[fields.index('')]!r} "
-                            f"(line: {text!r})")
+                            f"(line: {_quoted(text)})")
                 continue
             for column, value in zip(wanted, fields):
                 values[column].append(value)
@@ -426,7 +431,7 @@ def read_blocks(path: str, *, n_labels: int | None = None, rows: RowPolicy = STR
                 continue
             block = _item_block(fields, n_labels)
             if isinstance(block, str):
-                rows.reject(f"{name}:{line_number}: {block} (line: {line.strip()!r})")
+                rows.reject(f"{name}:{line_number}: {block} (line: {_quoted(line.strip())})")
                 continue
             gold, pairs = block
             if not pairs:
