@@ -13,7 +13,7 @@ import numpy as np
 from .io import cache as cache_io
 from .io.atomic import atomic_write, refuse_overwriting
 from .io.progress import LiveBar, ProgressTable, use_live_bar
-from .io.source import LineChunks
+from .io.source import LineChunks, is_regular_file
 from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
 from .jit import announce_compile
 from .learners import gd
@@ -80,6 +80,9 @@ class Driver:
             if o.data in (None, "-"):
                 raise OptionError("option '--cache': reading standard input needs "
                                   "--cache_file FILE")
+            if os.path.exists(o.data) and not is_regular_file(o.data):
+                raise OptionError(f"option '--cache': {o.data} is a pipe or device, so the cache "
+                                  "cannot go next to it; name one with --cache_file FILE")
             return o.data + ".cache"
         return o.cache_file
 

@@ -311,3 +311,37 @@ def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path)
 def test_unwritable_model_path_is_a_clear_error(rater_task_file, capsys):
     assert main(["-d", str(rater_task_file), "-f", "/nonexistent/dir/m.pvw", "--quiet"]) == 1
     assert "cannot write /nonexistent/dir/m.pvw" in capsys.readouterr().err
+
+
+def _fifo_feeding(path, data: bytes):
+    """A named pipe at ``path`` that a thread fills with ``data`` once (as ``<(command)``)."""
+    import threading
+    os.mkfifo(path)
+
+    def feed():
+        with open(path, "wb") as pipe:
+            pipe.write(data)
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["text", "gzip"])
+def test_data_from_a_pipe_is_read_whole(tmp_path, rater_task_file, packed):
+    """-d <(cat x.vw) lost its first 8 KB (probed for gzip magic, then opened again), and
+    -d <(zcat ...)-style gzip pipes learned nothing."""
+    text = rater_task_file.read_bytes()
+    plain, piped = tmp_path / "a.txt", tmp_path / "b.txt"
+    assert main(["-d", str(rater_task_file), "-p", str(plain), "--quiet"]) == 0
+    fifo = tmp_path / "fifo"
+    feeder = _fifo_feeding(fifo, gzip.compress(text) if packed else text)
+    assert main(["-d", str(fifo), "-p", str(piped), "--quiet"]) == 0
+    feeder.join()
+    assert piped.read_bytes() == plain.read_bytes() and len(plain.read_text().splitlines()) > 1000
+
+
+def test_cache_next_to_a_pipe_is_refused_with_the_way_out(tmp_path, capsys):
+    os.mkfifo(tmp_path / "fifo")
+    assert main(["-d", str(tmp_path / "fifo"), "-c", "--passes", "2"]) == 1
+    assert "is a pipe or device, so the cache cannot go next to it; name one with " \
+           "--cache_file" in capsys.readouterr().err

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import os
 import subprocess
 import sys
 
@@ -306,3 +307,23 @@ def test_a_long_bad_row_is_quoted_short(tmp_path, capsys):
     code, err = run([str(answers), "--batch"], capsys)
     assert code == 0 and "a.csv:4: expected 3 fields, got 4 (line: 'b,www" in err
     assert max(len(line) for line in err.splitlines()) < len(str(answers)) + 300
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["text", "gzip"])
+def test_answers_from_a_pipe(tmp_path, capsys, packed):
+    """crowd <(cat answers.csv) read the header to tell the format, then opened the pipe again
+    and found the rest ("missing column 'task'")."""
+    import threading
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\nx,u,yes\nx,v,yes\ny,u,no\ny,v,no\nz,u,yes\n")
+    from_file, from_pipe = tmp_path / "f.csv", tmp_path / "p.csv"
+    assert run([str(answers), "-p", str(from_file), "--quiet"], capsys)[0] == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = gzip.compress(answers.read_bytes()) if packed else answers.read_bytes()
+    feeder = threading.Thread(target=lambda: fifo.write_bytes(data), daemon=True)
+    feeder.start()
+    code, err = run([str(fifo), "-p", str(from_pipe), "--quiet"], capsys)
+    feeder.join()
+    assert code == 0, err
+    assert from_pipe.read_bytes() == from_file.read_bytes()

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..jit import kernel
 from .hashing import murmur_ranges
+from .source import GZIP_MAGIC, is_regular_file
 
 
 class CrowdInputError(ValueError):
@@ -255,29 +256,38 @@ def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
     return int((known >= 0).sum())
 
 
-_stdin_read: list = [None, b""]  # (the sys.stdin it came from, its bytes): read once
+_once_read: list = [None, None, b""]  # (sys.stdin, path, bytes) of a source read only once
 
 
 def _read_all(path: str) -> bytes:
-    """Standard input (``-``) or a ``.gz`` file, whole and decompressed: EM over the part of a
-    damaged file before the damage would give other labels without a word.  Standard input is
-    read once and kept, so that its format can be told before it is parsed."""
+    """Standard input (``-``), a pipe or gzip data, whole and decompressed: EM over the part of
+    a damaged file before the damage would give other labels without a word.  Standard input
+    and pipes can be read only once, so their bytes are kept for the next reader (the format
+    is told before the data is parsed)."""
     from .source import read_whole
-    if path == "-" and _stdin_read[0] is sys.stdin:
-        return _stdin_read[1]
+    if _once_read[:2] == [sys.stdin, path]:
+        return _once_read[2]
     try:
         data = read_whole(path)
     except ValueError as exc:
         raise CrowdInputError(str(exc)) from None
-    if path == "-":
-        _stdin_read[:] = [sys.stdin, data]
+    if path == "-" or not is_regular_file(path):
+        _once_read[:] = [sys.stdin, path, data]
     return data
+
+
+def _in_memory(path: str) -> bool:
+    """Whether ``path`` is read whole through :func:`_read_all` rather than opened as text."""
+    if path == "-" or path.endswith(".gz") or not is_regular_file(path):
+        return True
+    with open(path, "rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
 
 
 def _open_text(path: str):
     if path != "-" and not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
-    if path == "-" or path.endswith(".gz"):
+    if _in_memory(path):
         return io.TextIOWrapper(io.BytesIO(_read_all(path)), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
 
@@ -296,8 +306,10 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
     A row with the wrong number of fields or an empty required value goes to ``rows``: a file
     with one is read again by the csv module, which knows every row's line."""
     name = "<stdin>" if path == "-" else path
-    if path == "-":
-        source = io.BytesIO(_read_all("-"))  # gzip data is decompressed
+    if path != "-" and not os.path.exists(path):
+        raise CrowdInputError(f"{path}: no such file")
+    if _in_memory(path):
+        source = io.BytesIO(_read_all(path))  # gzip data is decompressed
         first_line = source.readline().decode("utf-8-sig", "replace")
         source.seek(0)
     else:

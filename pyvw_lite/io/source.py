@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 import zlib
 from typing import Callable, Iterator
@@ -15,16 +16,27 @@ CHUNK_BYTES = 4 << 20
 FIRST_CHUNK_BYTES = 128 << 10
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_regular_file(path: str) -> bool:
+    """False for a pipe, ``<(command)`` or a device: those can be read only once, in one go."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 class GzipReader:
     """A ``.gz`` file decompressed chunk by chunk, members one after another (as ``gzip`` reads
     them), that keeps what a damaged file still holds: where the compressed data is cut short
     or corrupt, reading ends and :attr:`damage` says why (the ``gzip`` module raises instead,
     losing the block it was decompressing).  :meth:`tell` is the compressed position.
-    ``source``: a path, or a binary stream (standard input), which is left open."""
+    ``source``: a path, or a binary stream (standard input, a pipe), which the owner closes."""
 
-    def __init__(self, source):
-        self.owned = isinstance(source, str)
-        self.raw = open(source, "rb", buffering=0) if self.owned else source
+    def __init__(self, source, owned: bool | None = None):
+        self.owned = isinstance(source, str) if owned is None else owned
+        self.raw = open(source, "rb", buffering=0) if isinstance(source, str) else source
         self.inflate = zlib.decompressobj(wbits=31)
         self.in_member = False  # a member has started and not yet ended
         self.position = 0
@@ -98,15 +110,13 @@ def read_whole(path: str) -> bytes:
     file (for the tools that need all of a file or nothing).  ``-`` reads standard input,
     decompressed when it is gzip data."""
     if path == "-":
-        data = sys.stdin.buffer.read()
-        if data[:2] != b"\x1f\x8b":
-            return data
-        reader, name = GzipReader(io.BytesIO(data)), "standard input"
-    elif not path.endswith(".gz"):
+        data, name = sys.stdin.buffer.read(), "standard input"
+    else:  # read once: a pipe (<(zcat ...), a FIFO) cannot be opened again
         with open(path, "rb") as handle:
-            return handle.read()
-    else:
-        reader, name = GzipReader(path), path
+            data, name = handle.read(), path
+    if data[:2] != GZIP_MAGIC:  # gzip data is told by its bytes, not by the name
+        return data
+    reader = GzipReader(io.BytesIO(data))
     try:
         data = reader.read(1 << 62)
     finally:
@@ -144,20 +154,21 @@ class LineChunks:
                 raise FileNotFoundError(f"{path}: no such file")
             if os.path.isdir(path):
                 raise IsADirectoryError(f"{path}: is a directory, expected a data file")
-            self.total_bytes = os.path.getsize(path)
+            if is_regular_file(path):  # a pipe's size is not known before its end
+                self.total_bytes = os.path.getsize(path)
 
     def _open(self):
-        if self.path in (None, "-"):  # gzip data is decompressed here too (cat x.gz | ...)
-            stdin = sys.stdin.buffer
-            peek = getattr(stdin, "peek", None)
-            if peek is not None and peek(2)[:2] == b"\x1f\x8b":
-                return GzipReader(stdin), True
-            return stdin, False
-        with open(self.path, "rb") as probe:
-            magic = probe.read(2)
-        if magic == b"\x1f\x8b":
-            return GzipReader(self.path), True
-        return open(self.path, "rb", buffering=0), True
+        """The byte stream (decompressed when it holds gzip data) and whether to close it.  The
+        source is opened once and its first bytes peeked, not read: a pipe (``-d <(zcat x)``)
+        gives its bytes once."""
+        if self.path in (None, "-"):
+            stream, owned = sys.stdin.buffer, False
+        else:
+            stream, owned = open(self.path, "rb"), True
+        peek = getattr(stream, "peek", None)
+        if peek is not None and peek(2)[:2] == GZIP_MAGIC:
+            return GzipReader(stream, owned=owned), True
+        return stream, owned
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
         handle, owned = self._open()
