@@ -345,3 +345,15 @@ def test_cache_next_to_a_pipe_is_refused_with_the_way_out(tmp_path, capsys):
     assert main(["-d", str(tmp_path / "fifo"), "-c", "--passes", "2"]) == 1
     assert "is a pipe or device, so the cache cannot go next to it; name one with " \
            "--cache_file" in capsys.readouterr().err
+
+
+def test_a_model_from_a_pipe(tmp_path, rater_task_file):
+    """-i <(cat m.pvw): the model file was opened twice (header, then payload by seeking)."""
+    model, plain, piped = tmp_path / "m.pvw", tmp_path / "a.txt", tmp_path / "b.txt"
+    assert main(["-d", str(rater_task_file), "-f", str(model), "--quiet"]) == 0
+    test = ["-d", str(rater_task_file), "-t", "--quiet"]
+    assert main(test + ["-i", str(model), "-p", str(plain)]) == 0
+    feeder = _fifo_feeding(tmp_path / "fifo", model.read_bytes())
+    assert main(test + ["-i", str(tmp_path / "fifo"), "-p", str(piped)]) == 0
+    feeder.join()
+    assert piped.read_bytes() == plain.read_bytes()

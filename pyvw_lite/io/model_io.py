@@ -63,20 +63,17 @@ def save_model(path: str, model: ModelData, version: str) -> None:
         handle.write(payload)
 
 
-def read_header(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            magic = handle.read(len(MAGIC))
-            if magic != MAGIC:
-                raise ModelError(f"{path}: not a pyvw-lite model file (VW's own binary models "
-                                 "cannot be read; retrain or export with --readable_model)")
-            size_bytes = handle.read(4)
-            if len(size_bytes) != 4:
-                raise ModelError(f"{path}: truncated model file (no header)")
-            (size,) = struct.unpack("<I", size_bytes)
-            header_bytes = handle.read(size)
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read model file ({exc.strerror})") from None
+def _parse_header(path: str, handle) -> dict[str, Any]:
+    """The JSON header at the start of ``handle`` (``_payload_offset``: where the arrays start)."""
+    magic = handle.read(len(MAGIC))
+    if magic != MAGIC:
+        raise ModelError(f"{path}: not a pyvw-lite model file (VW's own binary models "
+                         "cannot be read; retrain or export with --readable_model)")
+    size_bytes = handle.read(4)
+    if len(size_bytes) != 4:
+        raise ModelError(f"{path}: truncated model file (no header)")
+    (size,) = struct.unpack("<I", size_bytes)
+    header_bytes = handle.read(size)
     if len(header_bytes) != size:
         raise ModelError(f"{path}: truncated model file (header cut short)")
     try:
@@ -93,10 +90,13 @@ def read_header(path: str) -> dict[str, Any]:
 
 
 def load_model(path: str) -> ModelData:
-    header = read_header(path)
-    with open(path, "rb") as handle:
-        handle.seek(header["_payload_offset"])
-        payload = handle.read()
+    """A model file, read in one pass (``-i <(cat m.pvw)`` and other pipes work too)."""
+    try:
+        with open(path, "rb") as handle:
+            header = _parse_header(path, handle)
+            payload = handle.read()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read model file ({exc.strerror or exc})") from None
     if len(payload) < header["payload_bytes"]:
         raise ModelError(f"{path}: truncated model file ({len(payload)} of "
                          f"{header['payload_bytes']} payload bytes)")
