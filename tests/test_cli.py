@@ -357,3 +357,25 @@ def test_a_model_from_a_pipe(tmp_path, rater_task_file):
     assert main(test + ["-i", str(tmp_path / "fifo"), "-p", str(piped)]) == 0
     feeder.join()
     assert piped.read_bytes() == plain.read_bytes()
+
+
+@pytest.mark.parametrize("value,rows", [("2.0", None), ("1e3", [1000, 2000]),
+                                        ("1000", [1000, 2000])])
+def test_progress_reads_numbers_as_vw(tmp_path, capsys, value, rows):
+    """-P 1e3 is every 1,000 weighted examples, as in VW (it was an int() traceback text)."""
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{k % 2} |a x{k % 7}\n" for k in range(2500)))
+    assert main(["-d", str(data), "-P", value]) == 0
+    table = [line.split() for line in capsys.readouterr().err.splitlines()]
+    counters = [int(fields[2]) for fields in table if len(fields) == 7 and fields[2].isdigit()]
+    if rows is None:  # multiplicative: 1, 2, 4, ...
+        assert counters[:4] == [1, 2, 4, 8]
+    else:
+        assert counters == rows
+
+
+@pytest.mark.parametrize("value,message", [("abc", "'abc' is not a number"),
+                                           ("inf", "must be finite"), ("0", "must be positive")])
+def test_progress_refuses_what_is_not_a_row_interval(capsys, value, message):
+    assert main(["-d", "x.vw", "-P", value]) == 1
+    assert message in capsys.readouterr().err

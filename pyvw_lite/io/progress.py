@@ -81,8 +81,14 @@ class ProgressTable:
         self.progress_add = False
         self.progress_arg = 2.0
         if progress is not None:
-            if "." in progress:
-                arg = float(progress)
+            try:
+                number = float(progress)
+            except ValueError:
+                raise ValueError(f"--progress {progress!r} is not a number") from None
+            if not math.isfinite(number):
+                raise ValueError(f"--progress {progress!r} must be finite")
+            if "." in progress:  # VW: a dot makes it multiplicative, else rows every N (1e3 too)
+                arg = number
                 if arg <= 1.0:
                     if log:
                         log(f"[warning] Multiplicative --progress <float> '{progress}' is <= 1.0: "
@@ -91,7 +97,7 @@ class ProgressTable:
                 self.progress_arg = arg
             else:
                 self.progress_add = True
-                self.progress_arg = float(int(progress))
+                self.progress_arg = number
                 if self.progress_arg <= 0:
                     raise ValueError(f"--progress {progress}: must be positive")
         self.dump_interval = self.progress_arg if self.progress_add else 1.0
