@@ -326,8 +326,8 @@ class Driver:
                     ws.save(o.final_regressor)
             else:
                 self.no_win += 1
-                if self.no_win >= o.early_terminate and not last:
-                    return True
+            if self.no_win >= o.early_terminate and not last:  # as VW: 0 stops after one pass
+                return True
         ws.params[gd.P_ETA] *= o.decay_learning_rate
         return False
 

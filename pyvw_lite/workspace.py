@@ -146,6 +146,13 @@ class Workspace:
             raise OptionError(f"option '--passes': {o.passes} must be at least 1")
         if o.holdout_period < 1:
             raise OptionError(f"option '--holdout_period': {o.holdout_period} must be at least 1")
+        for name in ("holdout_after", "early_terminate"):  # VW would wrap -1 to 2^64 - 1
+            if getattr(o, name) < 0:
+                raise OptionError(f"option '--{name}': {getattr(o, name)} must be at least 0")
+        if o.min_prediction is not None and o.max_prediction is not None \
+                and o.min_prediction > o.max_prediction:
+            raise OptionError(f"option '--min_prediction': {o.min_prediction:g} is above "
+                              f"--max_prediction {o.max_prediction:g}")
         self.bits = o.bit_precision
         self.mask = (1 << self.bits) - 1
         self.loss_name = o.loss_function

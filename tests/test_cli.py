@@ -59,6 +59,10 @@ def test_option_errors_name_the_option(args, needle, capsys):
     (["--dyad", "rt", "--dyad_noise", "-0.1"], "'--dyad_noise': -0.1 must be a finite size"),
     (["--dyad", "rt", "--ode_rtol", "0", "--ode_atol", "0"], "not both 0"),
     (["--dyad", "rt", "--ode_rtol", "-1e-7"], "tolerances must be finite, at least 0"),
+    (["--holdout_after", "-1"], "'--holdout_after': -1 must be at least 0"),  # VW: 2^64 - 1
+    (["--early_terminate", "-1"], "'--early_terminate': -1 must be at least 0"),
+    (["--min_prediction", "5", "--max_prediction", "1"],  # VW: a negative average loss
+     "'--min_prediction': 5 is above --max_prediction 1"),
 ])
 def test_values_that_would_poison_the_weights_are_refused(args, needle, rater_task_file,
                                                           capsys):
@@ -379,3 +383,11 @@ def test_progress_reads_numbers_as_vw(tmp_path, capsys, value, rows):
 def test_progress_refuses_what_is_not_a_row_interval(capsys, value, message):
     assert main(["-d", "x.vw", "-P", value]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_early_terminate_0_stops_after_the_first_pass_as_vw(tmp_path, capsys):
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{k % 2} |a x{k % 7}\n" for k in range(400)))
+    assert main(["-d", str(data), "-c", "--passes", "3", "--early_terminate", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "number of examples = 360\n" in err and "passes used" not in err  # VW's summary
