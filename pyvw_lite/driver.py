@@ -108,9 +108,21 @@ class Driver:
                 "hash_all": self.ws.hash_all, "loss": self.ws.loss_name,
                 "source": cache_io.source_signature(self.o.data)}
 
+    def _announce_interactions(self) -> None:
+        """VW's lines about -q/--cubic/--interactions and namespace filters (stderr), then its
+        notes on duplicates and reordered terms (stdout), in VW's order."""
+        ws = self.ws
+        if self.err is not None and ws.interactions.messages:
+            self.err.write("\n".join(ws.interactions.messages) + "\n")
+            self.err.flush()
+        for line in ws.interactions.warnings:
+            ws._log(line)
+        if ws.interactions.warnings and not ws.quiet:
+            ws.stdout.flush()
+
     def _preamble(self, cache_path: str | None, read_cache: bool) -> list[str]:
         o, ws = self.o, self.ws
-        lines = list(ws.interactions.messages)
+        lines = []
         if o.testonly:
             lines.append("only testing")
         if ws.reduction is not None and ws.reduction.names is not None:
@@ -235,8 +247,7 @@ class Driver:
         text_source = None
         if not read_cache:
             text_source = LineChunks(o.data, damaged=self._damaged_input)
-        for line in ws.interactions.warnings:
-            ws._log(f"[warning] {line}")
+        self._announce_interactions()
         if self.err is not None:
             self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()

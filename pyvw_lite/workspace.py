@@ -466,8 +466,9 @@ class Workspace:
             count = gd.expand_features(part, batch.ex_int, batch.seg, batch.feat_hash,
                                        batch.feat_value, self.mask, self.ignore,
                                        not self.options.noconstant, self.interactions.array,
-                                       self.interactions.width, starts, slots, values, origins,
-                                       record_origin, self.slot_multiplier)
+                                       self.interactions.width,
+                                       self.options.leave_duplicate_interactions, starts, slots,
+                                       values, origins, record_origin, self.slot_multiplier)
             if count <= 0:
                 capacity = 4 * slots.size
                 continue

@@ -249,6 +249,7 @@ class ShardedDriver(Driver):
             raise OptionError(f"option '--shards': {n_shards} must be at least 1")
         shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
         handles = [executor.put(shard) for shard in shards]
+        self._announce_interactions()
         if self.err is not None:
             preamble = self._preamble(None, False)
             preamble[preamble.index("using no cache")] = (

@@ -101,11 +101,15 @@ def _present_bytes(seg, s0, s1, ignore, out):
 
 
 @kernel
-def _expand_term(term, width, present, n_present, out):
-    """Concrete namespace tuples of one interaction term; wildcards range over ``present``.
+def _expand_term(term, width, present, n_present, leave_duplicates, out):
+    """Concrete namespace tuples of one interaction term, in VW's order; wildcards range over
+    ``present`` (ascending).  Returns the number of tuples written to ``out``.
 
-    A term made only of wildcards yields combinations with replacement (VW without
-    ``--permutations``).  Returns the number of tuples written to ``out``.
+    With ``--leave_duplicate_interactions`` the wildcards take every value (permutations with
+    repetition, the last position fastest).  Without it VW 9.11.9 takes combinations with
+    repetition: non-decreasing for two wildcards (``::`` gives aa ab ac bb bc cc) and
+    non-increasing for three (``:::`` gives aaa baa bba bbb caa cba ...).  A fixed namespace
+    keeps its place (a term that repeats a character, ``a::``, was sorted to ``::a`` first).
     """
     n_wild = 0
     for k in range(width):
@@ -117,38 +121,105 @@ def _expand_term(term, width, present, n_present, out):
         return 1
     if n_present == 0:
         return 0
-    all_wild = n_wild == width
     count = 0
-    idx = np.empty(width, dtype=np.int64)
-    for k in range(width):
-        idx[k] = 0
+    idx = np.zeros(n_wild, dtype=np.int64)
     while True:
         valid = True
-        if all_wild:
-            for k in range(1, width):
-                if idx[k] < idx[k - 1]:
+        if not leave_duplicates:
+            for k in range(1, n_wild):
+                if (idx[k] > idx[k - 1]) if n_wild == 3 else (idx[k] < idx[k - 1]):
                     valid = False
         if valid:
+            w = 0
             for k in range(width):
-                out[count, k] = present[idx[k]] if term[k] == WILDCARD else term[k]
+                if term[k] == WILDCARD:
+                    out[count, k] = present[idx[w]]
+                    w += 1
+                else:
+                    out[count, k] = term[k]
             count += 1
-        k = width - 1
+        k = n_wild - 1
         while k >= 0:
-            if term[k] == WILDCARD:
-                idx[k] += 1
-                if idx[k] < n_present:
-                    break
-                idx[k] = 0
+            idx[k] += 1
+            if idx[k] < n_present:
+                break
+            idx[k] = 0
             k -= 1
         if k < 0:
             break
     return count
 
 
+@kernel(inline="always")
+def _sorted_tuple(tuples, q, width, out):
+    """Row ``q`` of ``tuples`` (``width`` namespaces) sorted into ``out``; True when it repeats
+    a namespace."""
+    for k in range(width):
+        out[k] = tuples[q, k]
+    for k in range(1, width):
+        j = k
+        while j > 0 and out[j - 1] > out[j]:
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
+    for k in range(1, width):
+        if out[k] == out[k - 1]:
+            return True
+    return False
+
+
+@kernel
+def _compile_interactions(interactions, inter_width, present, n_present, leave_duplicates):
+    """Every term's namespace tuples for one example, as VW compiles them: a tuple that
+    repeats a namespace is sorted (``aba`` crosses as ``aab``), and without
+    ``--leave_duplicate_interactions`` a tuple equal up to order to an earlier one, of any
+    term, is dropped (``-q :: -q ab`` crosses a and b once).  Returns (tuples, widths, count).
+    """
+    bound = 1
+    for t in range(interactions.shape[0]):
+        n_wild = 0
+        for k in range(inter_width[t]):
+            if interactions[t, k] == WILDCARD:
+                n_wild += 1
+        bound += max(1, n_present) ** n_wild
+    tuples = np.empty((bound, 3), dtype=np.int64)
+    widths = np.empty(bound, dtype=np.int64)
+    made = 0
+    for t in range(interactions.shape[0]):
+        count = _expand_term(interactions[t], inter_width[t], present, n_present,
+                             leave_duplicates, tuples[made:])
+        widths[made:made + count] = inter_width[t]
+        made += count
+    mine = np.empty(3, dtype=np.int64)
+    theirs = np.empty(3, dtype=np.int64)
+    kept = 0
+    for q in range(made):
+        width = widths[q]
+        repeated = _sorted_tuple(tuples, q, width, mine)
+        duplicate = False
+        if not leave_duplicates:
+            for r in range(kept):
+                if widths[r] == width:
+                    _sorted_tuple(tuples, r, width, theirs)
+                    same = True
+                    for k in range(width):
+                        if theirs[k] != mine[k]:
+                            same = False
+                    if same:
+                        duplicate = True
+                        break
+        if duplicate:
+            continue
+        for k in range(width):
+            tuples[kept, k] = mine[k] if repeated else tuples[q, k]
+        widths[kept] = width
+        kept += 1
+    return tuples, widths, kept
+
+
 @kernel
 def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
-                    interactions, inter_width, starts, slots, values, origins, record_origin,
-                    multiplier):
+                    interactions, inter_width, leave_duplicates, starts, slots, values, origins,
+                    record_origin, multiplier):
     """Flatten examples into CSR ``(slot, value)`` lists in VW's order: namespaces, constant,
     then interactions.  Example ``e`` gets ``slots[starts[e]:starts[e + 1]]``.
 
@@ -186,8 +257,8 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
             n += 1
         if interactions.shape[0] > 0:
             n = _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
-                                     interactions, inter_width, slots, values, origins,
-                                     record_origin, n)
+                                     interactions, inter_width, leave_duplicates, slots, values,
+                                     origins, record_origin, n)
             if n < 0:
                 if e == 0:
                     return -1
@@ -198,50 +269,57 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
 
 @kernel
 def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, interactions,
-                         inter_width, slots, values, origins, record_origin, n):
-    """Append the crossed features of every interaction term (see ``gather_features``)."""
+                         inter_width, leave_duplicates, slots, values, origins, record_origin, n):
+    """Append the crossed features of the example's compiled interaction tuples."""
     s0 = ex_int[row, SEG_START]
     s1 = ex_int[row, SEG_END]
     capacity = slots.shape[0]
-    present = np.empty(256, dtype=np.int64)
-    n_present = _present_bytes(seg, s0, s1, ignore, present)
-    tuples = np.empty((max(1, n_present) ** 3 + 1, 3), dtype=np.int64)
+    wildcards = False
     for t in range(interactions.shape[0]):
-        width = inter_width[t]
-        n_tuples = _expand_term(interactions[t], width, present, n_present, tuples)
-        for q in range(n_tuples):
-            a0, a1 = _namespace_range(seg, s0, s1, tuples[q, 0], ignore)
-            b0, b1 = _namespace_range(seg, s0, s1, tuples[q, 1], ignore)
-            same_ab = tuples[q, 0] == tuples[q, 1]
-            if width == 2:
-                for i in range(a0, a1):
-                    hi = (feat_hash[i] & mask) * FNV_PRIME
-                    for j in range(i if same_ab else b0, b1):
+        for k in range(inter_width[t]):
+            if interactions[t, k] == WILDCARD:
+                wildcards = True
+    if wildcards:  # the example's namespaces decide the tuples
+        present = np.empty(256, dtype=np.int64)
+        n_present = _present_bytes(seg, s0, s1, ignore, present)
+        tuples, widths, n_tuples = _compile_interactions(interactions, inter_width, present,
+                                                         n_present, leave_duplicates)
+    else:  # setup() has already sorted and de-duplicated the terms as VW compiles them
+        tuples, widths, n_tuples = interactions, inter_width, interactions.shape[0]
+    for q in range(n_tuples):
+        width = widths[q]
+        a0, a1 = _namespace_range(seg, s0, s1, tuples[q, 0], ignore)
+        b0, b1 = _namespace_range(seg, s0, s1, tuples[q, 1], ignore)
+        same_ab = tuples[q, 0] == tuples[q, 1]
+        if width == 2:
+            for i in range(a0, a1):
+                hi = (feat_hash[i] & mask) * FNV_PRIME
+                for j in range(i if same_ab else b0, b1):
+                    if n < capacity:
+                        slots[n] = (hi ^ (feat_hash[j] & mask)) & mask
+                        values[n] = feat_value[i] * feat_value[j]
+                        if record_origin:
+                            origins[n, 0] = i
+                            origins[n, 1] = j
+                            origins[n, 2] = -2
+                    n += 1
+        else:
+            c0, c1 = _namespace_range(seg, s0, s1, tuples[q, 2], ignore)
+            same_bc = tuples[q, 1] == tuples[q, 2]
+            for i in range(a0, a1):
+                hi = (feat_hash[i] & mask) * FNV_PRIME
+                for j in range(i if same_ab else b0, b1):
+                    hij = (hi ^ (feat_hash[j] & mask)) * FNV_PRIME
+                    vij = feat_value[i] * feat_value[j]
+                    for k in range(j if same_bc else c0, c1):
                         if n < capacity:
-                            slots[n] = (hi ^ (feat_hash[j] & mask)) & mask
-                            values[n] = feat_value[i] * feat_value[j]
+                            slots[n] = (hij ^ (feat_hash[k] & mask)) & mask
+                            values[n] = vij * feat_value[k]
                             if record_origin:
                                 origins[n, 0] = i
                                 origins[n, 1] = j
-                                origins[n, 2] = -2
+                                origins[n, 2] = k
                         n += 1
-            else:
-                c0, c1 = _namespace_range(seg, s0, s1, tuples[q, 2], ignore)
-                same_bc = tuples[q, 1] == tuples[q, 2]
-                for i in range(a0, a1):
-                    hi = (feat_hash[i] & mask) * FNV_PRIME
-                    for j in range(i if same_ab else b0, b1):
-                        hij = (hi ^ (feat_hash[j] & mask)) * FNV_PRIME
-                        vij = feat_value[i] * feat_value[j]
-                        for k in range(j if same_bc else c0, c1):
-                            if n < capacity:
-                                slots[n] = (hij ^ (feat_hash[k] & mask)) & mask
-                                values[n] = vij * feat_value[k]
-                                if record_origin:
-                                    origins[n, 0] = i
-                                    origins[n, 1] = j
-                                    origins[n, 2] = k
-                            n += 1
     return n if n <= capacity else -n
 
 

@@ -22,7 +22,7 @@ class Interactions:
     array: np.ndarray  # (n, 3) int64 namespace bytes, -1 padded
     width: np.ndarray  # (n,) int64: 2 or 3
     messages: list[str]  # driver lines ("creating quadratic features for pairs: ab")
-    warnings: list[str]  # log lines (duplicates removed)
+    warnings: list[str]  # whole log lines, as VW writes them (duplicates removed, terms sorted)
 
     @property
     def uses_wildcard(self) -> bool:
@@ -45,42 +45,63 @@ def _canonical(term: bytes) -> bytes:
     return bytes(sorted(term))
 
 
+def _repeats(term: bytes) -> bool:
+    return len(set(term)) < len(term)
+
+
 def setup(options: Options) -> Interactions:
-    terms: list[tuple[str, bytes]] = []
+    """The terms as VW 9.11.9 parses them, with its messages (VW_FACTS §2; its wildcard rules
+    checked against VW's --audit):
+
+    * a term that repeats a character, ``:`` included, is sorted (``aba`` -> ``aab``, ``a::``
+      -> ``::a``), with or without ``--leave_duplicate_interactions``;
+    * the terms are ordered by length, then bytewise (``-q cba -q ab`` crosses ab first);
+    * without that flag a term equal up to order to an earlier one is removed, so of ``ab:``
+      and ``:ab`` the second stays;
+    * wildcards are expanded per example by the feature kernel (``learners.gd``), which also
+      drops tuples that repeat an earlier one.
+    """
     messages: list[str] = []
     quadratic = [_letters(t, "quadratic") for t in options.quadratic]
     cubic = [_letters(t, "cubic") for t in options.cubic]
     general = [_letters(t, "interactions") for t in options.interactions]
-    if quadratic:
-        messages.append("creating quadratic features for pairs: "
-                        + " ".join(t.decode("latin-1") for t in quadratic))
-    if cubic:
-        messages.append("creating cubic features for triples: "
-                        + " ".join(t.decode("latin-1") for t in cubic))
-    for raw in quadratic + cubic + general:
-        terms.append((raw.decode("latin-1"), raw))
-    warnings: list[str] = []
-    if not options.leave_duplicate_interactions:
+    for prefix, given in (("creating quadratic features for pairs: ", quadratic),
+                          ("creating cubic features for triples: ", cubic),
+                          ("creating features for following interactions: ", general)):
+        if given:
+            messages.append(prefix + " ".join(t.decode("latin-1") for t in given))
+    terms = sorted((_canonical(raw) if _repeats(raw) else raw for raw in
+                    quadratic + cubic + general), key=lambda raw: (len(raw), raw))
+    warnings: list[str] = []  # whole log lines
+    leave = options.leave_duplicate_interactions
+    if not leave and any(WILDCARD.encode() in term for term in terms):
+        warnings += ["[info] Any duplicate namespace interactions will be removed",
+                     "You can use --leave_duplicate_interactions to disable this behaviour."]
+    if not leave:
         seen: set[bytes] = set()
         kept = []
-        for text, raw in terms:
+        for raw in terms:
             key = _canonical(raw)
-            if key in seen:
-                continue
-            seen.add(key)
-            kept.append((text, raw))
-        removed = len(terms) - len(kept)
-        if removed:
-            warnings.append(f"Duplicate namespace interactions were found. Removed: {removed}.")
-            warnings.append("You can use --leave_duplicate_interactions to disable this behaviour.")
+            if key not in seen:
+                seen.add(key)
+                kept.append(raw)
+        if len(kept) < len(terms):
+            warnings += [f"[warning] Duplicate namespace interactions were found. Removed: "
+                         f"{len(terms) - len(kept)}.",
+                         "You can use --leave_duplicate_interactions to disable this behaviour."]
         terms = kept
+    # VW counts the terms with a repeated character and another one (aab, not aaa)
+    affected = sum(1 for raw in terms if _repeats(raw) and len(set(raw)) > 1)
+    if affected:
+        warnings.append("[warning] Some interactions contain duplicate characters and their "
+                        f"characters order has been changed. Interactions affected: {affected}.")
     array = np.full((len(terms), 3), -1, dtype=np.int64)
     width = np.zeros(len(terms), dtype=np.int64)
-    for k, (_, raw) in enumerate(terms):
+    for k, raw in enumerate(terms):
         array[k, :len(raw)] = list(raw)
         width[k] = len(raw)
     messages += namespace_messages(options)
-    return Interactions([t for t, _ in terms], array, width, messages, warnings)
+    return Interactions([t.decode("latin-1") for t in terms], array, width, messages, warnings)
 
 
 def _letters_of(options: Options, name: str) -> list[int]:
