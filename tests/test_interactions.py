@@ -67,3 +67,16 @@ def test_wildcard_crossings_in_vw_order():
 ])
 def test_terms_as_vw_parses_them(given, terms):
     assert setup(parse_argv(given.split())).terms == terms
+
+
+@pytest.mark.parametrize("name,given", [("wide_all3", "--interactions :::"),
+                                        ("wide_mixed", "-q :: --cubic a::")])
+def test_many_namespaces_as_vw(name, given, tmp_path):
+    """Lines of about 30 namespaces: ':::' crosses thousands of namespace triples per example,
+    which the duplicate filter must handle without comparing every pair."""
+    ours = tmp_path / "p.txt"
+    _, _, code = run_workspace(["-d", str(HERE / "wide.vw"), *given.split(), "-p", str(ours),
+                                "--quiet"])
+    assert code == 0
+    np.testing.assert_allclose(predictions(ours), predictions(HERE / f"vw.{name}.predict"),
+                               atol=1e-4)
