@@ -19,7 +19,7 @@ import numpy as np
 
 from ..jit import kernel
 from .hashing import murmur_ranges
-from .source import GZIP_MAGIC, is_regular_file
+from .source import GZIP_MAGIC, is_regular_file, read_whole
 
 
 class CrowdInputError(ValueError):
@@ -264,7 +264,6 @@ def _read_all(path: str) -> bytes:
     a damaged file before the damage would give other labels without a word.  Standard input
     and pipes can be read only once, so their bytes are kept for the next reader (the format
     is told before the data is parsed)."""
-    from .source import read_whole
     if _once_read[:2] == [sys.stdin, path]:
         return _once_read[2]
     try:
