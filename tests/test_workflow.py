@@ -377,6 +377,7 @@ args = "--sft {{K}} --dyad rt --rank 1 -l 1"
     assert record["labels"] == ["0", "1", "2", "3", "4"] and len(record["results"]) == 3
     text = "".join(out)
     assert "test 0/1 loss" in text and "minus linear, paired 95%" in text
+    assert "; test raters seen in training " in text and ", test tasks seen in training " in text
     assert record["baseline"] == "linear" and record["results"][1]["versus"]["difference"] == 0
     versus = record["results"][2]["versus"]
     assert versus["difference"] == pytest.approx(dyadic.loss - linear.loss)
@@ -385,6 +386,24 @@ args = "--sft {{K}} --dyad rt --rank 1 -l 1"
     with pytest.raises(ConfigError, match="baseline = 'x' names no model"):
         run_experiment(str(config), str(tmp_path / "work"), with_peer=False, out=Sink(),
                        plot=False)
+
+
+def test_experiment_on_lines_without_raters_or_tasks(tmp_path):
+    """A binary experiment on plain VW lines: no '0/0' rater and task overlap in its header."""
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{1 if k % 3 else -1} |f x{k % 5} y{k % 7}\n" for k in range(600)))
+    config = tmp_path / "bin.toml"
+    config.write_text(f"[experiment]\ndata = '{data}'\ntest_fraction = 0.2\n"
+                      "[[models]]\nname = 'linear'\nargs = '--loss_function logistic'\n")
+    out = []
+
+    class Sink:
+        def write(self, text):
+            out.append(text)
+
+    run_experiment(str(config), str(tmp_path / "work"), with_peer=False, out=Sink(), plot=False)
+    header = "".join(out).splitlines()[0]
+    assert header.endswith(", K = 2") and "0/0" not in header
 
 
 MODEL = "[[models]]\nname = 'linear'\nargs = '--sft {K}'\n"

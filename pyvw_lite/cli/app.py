@@ -274,13 +274,8 @@ def split(
         r = split_file(source, train, test, test_fraction, seed)
         report = [f"train = {r.train_lines} lines ({train})",
                   f"test = {r.test_lines} lines ({test})"]
-        # the overlap lines need the rater-task namespaces (|rater ... |task ...)
-        if r.test_raters:
-            report.append(f"test raters also in train = {r.test_raters_in_train} of "
-                          f"{r.test_raters}")
-        if r.test_tasks:
-            report.append(f"test tasks also in train = {r.test_tasks_in_train} of "
-                          f"{r.test_tasks}")
+        report += [f"test {what} also in train = {seen} of {total}"
+                   for what, seen, total in r.overlaps()]
         typer.echo("\n".join(report), err=True)
 
     _workflow_errors(action)

@@ -250,9 +250,9 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     K = len(labels)
     train, test = os.path.join(workdir, "train.vw"), os.path.join(workdir, "test.vw")
     split = split_file(all_lines, train, test, float(setup.get("test_fraction", 1 / 16)), seed)
-    out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}; "
-              f"test raters seen in training {split.test_raters_in_train}/{split.test_raters}, "
-              f"test tasks seen in training {split.test_tasks_in_train}/{split.test_tasks}\n")
+    out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}"
+              + "".join(f"{'; ' if k == 0 else ', '}test {what} seen in training {seen}/{total}"
+                        for k, (what, seen, total) in enumerate(split.overlaps())) + "\n")
     result = ExperimentResult(name=name, config=config_path, labels=labels, split=asdict(split))
     passes = int(setup.get("passes", 1))
     common = shlex.split(setup.get("common", ""))

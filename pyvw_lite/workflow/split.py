@@ -30,6 +30,13 @@ class SplitReport:
     test_tasks: int
     test_tasks_in_train: int
 
+    def overlaps(self) -> list[tuple[str, int, int]]:
+        """``(raters|tasks, seen in training, in test)`` for the rater-task namespaces the test
+        lines have (none for other data)."""
+        return [(what, seen, total) for what, seen, total in (
+            ("raters", self.test_raters_in_train, self.test_raters),
+            ("tasks", self.test_tasks_in_train, self.test_tasks)) if total]
+
 
 def _first_features(lines: list[bytes], namespace: bytes) -> set[bytes]:
     found = set()
