@@ -251,6 +251,8 @@ def test_options_of_the_other_mode_are_flagged(answers, capsys):
     folder, _ = answers
     code, err = run([str(folder / "answers.csv"), "--batch", "--passes", "3", "--eta", "2"], capsys)
     assert code == 0 and "warning: --passes, --eta only affect online EM" in err
+    code, err = run([str(folder / "answers.csv"), "--batch", "--progressive"], capsys)
+    assert code == 0 and "--progressive only affects online EM; batch EM ignores it" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
     assert code == 1 and "--test_only are for online EM" in err
     code, err = run([str(folder / "answers.csv"), "--max_iters", "5"], capsys)

@@ -187,8 +187,9 @@ def run(run: CrowdRun) -> int:
             ("--initial_t", run.initial_t, DEFAULTS["initial_t"]),
             ("--progressive", run.progressive, False)) if value != default]
         if ignored and err:
-            err.write(f"warning: {', '.join(ignored)} only affect online EM; batch EM ignores "
-                      "them\n")
+            one = len(ignored) == 1
+            err.write(f"warning: {', '.join(ignored)} only affect{'s' if one else ''} online EM; "
+                      f"batch EM ignores {'it' if one else 'them'}\n")
         config = _config(run, data)
         progress = BatchProgress(err)
         progress.header()
