@@ -391,3 +391,20 @@ def test_early_terminate_0_stops_after_the_first_pass_as_vw(tmp_path, capsys):
     assert main(["-d", str(data), "-c", "--passes", "3", "--early_terminate", "0"]) == 0
     err = capsys.readouterr().err
     assert "number of examples = 360\n" in err and "passes used" not in err  # VW's summary
+
+
+def test_test_and_holdout_labels_do_not_widen_the_clip_range(tmp_path):
+    """VW clips to the range of the labels it learned from; a -t or holdout example's own label
+    widened ours, so it leaked into that example's prediction (VW 9.11.9: 2, and 1 below)."""
+    train, test = tmp_path / "train.vw", tmp_path / "test.vw"
+    train.write_text("1 |a x\n2 |a y\n")
+    test.write_text("9 1 5 |a x\n")  # initial 5: the raw score is far above the range
+    model, preds = tmp_path / "m.pvw", tmp_path / "p.txt"
+    assert main(["-d", str(train), "-f", str(model), "--quiet"]) == 0
+    assert main(["-d", str(test), "-t", "-i", str(model), "-p", str(preds), "--quiet"]) == 0
+    assert preds.read_text() == "2\n"
+    lines = [f"1 |a x{k}" for k in range(1, 10)] + ["20 |a q", "1 |a r", "1 1 15 |a z"]
+    data = tmp_path / "h.vw"  # the 10th example is held out; its label 20 must not count
+    data.write_text("\n".join(lines + [f"1 |a y{k}" for k in range(8)]) + "\n")
+    assert main(["-d", str(data), "-c", "--passes", "2", "-p", str(preds), "--quiet"]) == 0
+    assert preds.read_text().splitlines()[11] == "1"

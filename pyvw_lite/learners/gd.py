@@ -582,7 +582,9 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
             prefetch_example(weights, slots, last, starts[e + 2], 0, 0, mask)
         label = labels[e]
         importance = importances[e]
-        if labelled[e] and not fixed_range:
+        # VW widens the clip range from the labels it learns from, not from a -t or holdout
+        # example's label (which would leak into its own prediction)
+        if labelled[e] and training and holdout[e] == 0 and not fixed_range:
             if label < state[MIN_LABEL]:
                 state[MIN_LABEL] = label
             if label > state[MAX_LABEL]:
