@@ -50,3 +50,16 @@ def test_partial_fit_continues_and_equals_fit_for_one_pass():
     parts.partial_fit(X[:150], y[:150], classes=["a", "b"])
     parts.partial_fit(X[150:], y[150:])
     np.testing.assert_allclose(whole.decision_function(X), parts.decision_function(X))
+
+
+def test_sample_weight_of_the_wrong_shape_is_named_and_a_scalar_weights_every_row():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 2))
+    y = X[:, 0] * 2.0
+    with pytest.raises(ValueError, match=r"sample_weight has shape \(5,\); X has 50 rows"):
+        VWRegressor().fit(X, y, sample_weight=np.ones(5))
+    with pytest.raises(ValueError, match=r"must have shape \(50,\)"):
+        VWRegressor().fit(X, y, sample_weight=np.ones((50, 1)))
+    scalar = VWRegressor().fit(X, y, sample_weight=2.0).predict(X)
+    rows = VWRegressor().fit(X, y, sample_weight=np.full(50, 2.0)).predict(X)
+    np.testing.assert_array_equal(scalar, rows)

@@ -80,6 +80,11 @@ class _VWEstimator(BaseEstimator):
             self.workspace_ = Workspace(**self._workspace_options())
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.ndim == 0:
+                sample_weight = np.full(X.shape[0], float(sample_weight))
+            if sample_weight.shape != (X.shape[0],):
+                raise ValueError(f"sample_weight has shape {sample_weight.shape}; X has "
+                                 f"{X.shape[0]} rows, so it must have shape ({X.shape[0]},)")
             if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
                 raise ValueError("sample_weight must be finite and non-negative")
             if sample_weight.size and not np.any(sample_weight > 0):
@@ -177,10 +182,11 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
         return self
 
     def decision_function(self, X):
+        """The score (two classes) or the class scores (more; with ``reduction="ect"``, whose
+        tournament scores no class, 1 for the winner and 0 for the others)."""
         check_is_fitted(self, "workspace_")
         if len(self.classes_) <= 2:
             return self._scores(X)
-        check_is_fitted(self, "workspace_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         return self._class_scores(X)
 
