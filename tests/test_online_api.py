@@ -88,3 +88,14 @@ def test_categorical_values_and_empty_examples():
         assert "feature 'size': value None" in str(exc)
     else:
         raise AssertionError("a None value was accepted")
+
+
+def test_learn_many_refuses_unequal_lengths_instead_of_dropping_the_tail():
+    import pytest
+    model = OnlineLearner()
+    X = [{"f": {"a": 1.0}}] * 3
+    with pytest.raises(ValueError, match="3 examples, 2 labels and 3 weights"):
+        model.learn_many(X, [1.0, 2.0])
+    with pytest.raises(ValueError, match="3 examples, 3 labels and 1 weights"):
+        model.learn_many(X, [1.0, 2.0, 3.0], weights=[1.0])
+    assert not model.workspace.weights.any()  # nothing learned from the part that fitted

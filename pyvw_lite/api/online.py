@@ -83,6 +83,9 @@ class OnlineLearner:
         or None for a class, where ``strict_parse=False`` skipped a malformed one)."""
         X, y = list(X), list(y)
         weights = [1.0] * len(X) if weights is None else list(weights)
+        if not len(X) == len(y) == len(weights):
+            raise ValueError(f"learn_many got {len(X)} examples, {len(y)} labels and "
+                             f"{len(weights)} weights; they must be as many")
         return self._aligned(self.workspace.learn,
                              [self._line(x, label, w) for x, label, w in zip(X, y, weights)])
 
