@@ -408,3 +408,21 @@ def test_test_and_holdout_labels_do_not_widen_the_clip_range(tmp_path):
     data.write_text("\n".join(lines + [f"1 |a y{k}" for k in range(8)]) + "\n")
     assert main(["-d", str(data), "-c", "--passes", "2", "-p", str(preds), "--quiet"]) == 0
     assert preds.read_text().splitlines()[11] == "1"
+
+
+def test_every_subcommand_help_shows_each_option_help_whole():
+    """Rich markup must not eat bracketed text such as '[[peer]]' from a help string."""
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from pyvw_lite.cli.app import app
+    group = typer.main.get_command(app)
+    runner = CliRunner()
+    for name, command in group.commands.items():
+        shown = runner.invoke(app, [name, "--help"], terminal_width=200).output
+        shown = " ".join(re.sub(r"[│╭╮╰╯─]", " ", shown).split())
+        for param in command.params:
+            text = " ".join((getattr(param, "help", None) or "").split())
+            assert text in shown, f"{name}: {param.name}: {text!r}"

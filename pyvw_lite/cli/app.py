@@ -318,8 +318,8 @@ def experiment(
     config: str = typer.Argument(..., help="experiment TOML (e.g. configs/seed_table.toml)"),
     workdir: str = typer.Option(None, "--workdir", help="where data, models and results go "
                                                         "(default experiments/NAME)"),
-    peer: bool = typer.Option(True, "--peer/--no-peer", help="also run the [[peer]] models under "
-                                                             "VW when installed"),
+    peer: bool = typer.Option(True, "--peer/--no-peer", help="also run the config's peer models "
+                                                             "under VW when installed"),
 ) -> None:
     """Run a configured rater-task experiment and print its table (JSON record, PNG plot)."""
     from ..workflow.experiment import ConfigError, run_experiment
