@@ -29,6 +29,14 @@ def cli(args, capsys):
     return code, captured.out, captured.err
 
 
+def test_convert_quotes_label_names_that_would_read_ambiguously(tmp_path, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text('task,worker,label\nt1,w1,"a, b"\nt1,w2,c\nt2,w1,x=y\n')
+    code, _, err = cli(["convert", str(answers), "-o", str(tmp_path / "a.vw")], capsys)
+    assert code == 0, err
+    assert "labels 1='a, b', 2=c, 3='x=y' ->" in err
+
+
 def test_convert_writes_labels_tags_features_and_a_map(tmp_path, capsys):
     answers = tmp_path / "a.csv"
     answers.write_text("task,worker,label,hour,site\nq 1,ann,yes,3.5,x|y\nq 2,bob,no,7,z\n"

@@ -211,6 +211,11 @@ def _workflow_errors(action):
         raise typer.Exit(1) from None
 
 
+def _plain_or_quoted(name: str) -> str:
+    """A label as written, quoted when a comma, '=' or a space would make the list ambiguous."""
+    return repr(name) if any(c in name for c in ", =") or not name else name
+
+
 @app.command()
 def convert(
     source: str = typer.Argument(..., help="crowd answers (task,worker,label CSV/TSV or item "
@@ -246,7 +251,8 @@ def convert(
         if rows.skipped:
             typer.echo(f"skipped malformed rows = {rows.skipped}", err=True)
         typer.echo(f"{report.lines} lines, {report.tasks} tasks, {report.workers} raters, labels "
-                   + ", ".join(f"{k + 1}={name}" for k, name in enumerate(report.labels))
+                   + ", ".join(f"{k + 1}={_plain_or_quoted(name)}"
+                               for k, name in enumerate(report.labels))
                    + f" -> {out}" + (f" (map: {label_map})" if label_map else ""), err=True)
         for name, count in report.left_out.items():
             typer.echo(f"warning: {count} non-finite {name!r} values (nan, inf, ...) left out "
