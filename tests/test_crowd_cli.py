@@ -170,6 +170,14 @@ def test_bad_item_blocks_are_fatal_with_the_line(tmp_path, line, message):
         read_answers(str(path), n_labels=3)
 
 
+def test_a_csv_label_outside_n_labels_is_named(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("task,worker,label\nt1,w1,1\nt1,w2,4\n")
+    with pytest.raises(CrowdInputError, match=r"label 4 is outside 0..3, the classes "
+                                              r"--n_labels 4 names"):
+        read_answers(str(path), n_labels=4)
+
+
 def test_malformed_rows_are_skipped_with_a_located_warning(tmp_path, capsys):
     """By default a malformed answer row (or item block) is skipped with a warning naming the
     file, line and text, and counted in the summary; the rest of the file is used."""

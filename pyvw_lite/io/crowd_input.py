@@ -113,8 +113,10 @@ def choose_labels(observed, n_labels: int | None, where: str) -> list[str]:
     except ValueError:
         raise CrowdInputError(f"{where}: --n_labels {n_labels} with non-integer labels "
                               f"{names[:3]}: cannot name the unseen classes") from None
-    if min(values) < 0 or max(values) >= n_labels:
-        raise CrowdInputError(f"{where}: labels must lie in 0..{n_labels - 1} with --n_labels")
+    outside = sorted(v for v in values if not 0 <= v < n_labels)
+    if outside:
+        raise CrowdInputError(f"{where}: label {outside[0]} is outside 0..{n_labels - 1}, the "
+                              f"classes --n_labels {n_labels} names")
     return [str(k) for k in range(n_labels)]
 
 
