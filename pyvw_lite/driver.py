@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from .io import cache as cache_io
-from .io.atomic import atomic_write, refuse_overwriting
+from .io.atomic import atomic_write, check_paths
 from .io.progress import LiveBar, ProgressTable, use_live_bar
 from .io.source import LineChunks, is_regular_file
 from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
@@ -93,15 +93,16 @@ class Driver:
             raise ParseError(message)
         self.ws._log(f"[warning] {message}")
 
-    def _refuse_overwriting(self) -> None:
-        """No output may be the data file or another output (a cache counts as an output: it
-        is written whenever it is not current)."""
+    def _check_paths(self) -> None:
+        """Every output can be written, and none is the data file or another output (a cache
+        counts as an output: it is written whenever it is not current)."""
         o = self.o
         cache = o.cache_file if o.data in (None, "-") else self._cache_path()
-        refuse_overwriting([("-d", o.data)],
-                           [("-f", o.final_regressor), ("-p", o.predictions),
-                            ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
-                            ("--invert_hash", o.invert_hash), ("--cache_file", cache)])
+        check_paths([("-d", o.data)],
+                    [("-f", o.final_regressor), ("-p", o.predictions),
+                     ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
+                     ("--invert_hash", o.invert_hash), ("--cache_file", cache)],
+                    reusable=("--cache_file",))
 
     def _cache_settings(self) -> dict:
         return {"format": cache_io.FORMAT, "hash_seed": self.o.hash_seed,
@@ -242,7 +243,7 @@ class Driver:
             raise OptionError("--invert_hash needs a single pass over text input (no cache)")
         if o.save_resume:
             ws._log("[info] --save_resume is deprecated: models always keep their learning state")
-        self._refuse_overwriting()
+        self._check_paths()
         cache_path, read_cache = self._cache_plan()
         text_source = None
         if not read_cache:

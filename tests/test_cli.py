@@ -314,7 +314,8 @@ def test_predictions_to_standard_output_even_when_it_is_a_file(target, tmp_path)
 
 def test_unwritable_model_path_is_a_clear_error(rater_task_file, capsys):
     assert main(["-d", str(rater_task_file), "-f", "/nonexistent/dir/m.pvw", "--quiet"]) == 1
-    assert "cannot write /nonexistent/dir/m.pvw" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "-f /nonexistent/dir/m.pvw: cannot write there (no directory /nonexistent/dir)" in err
 
 
 def _fifo_feeding(path, data: bytes):

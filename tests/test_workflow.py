@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,17 @@ def test_convert_leaves_out_a_feature_a_row_does_not_have(tmp_path, capsys):
     (lambda d: ["crowd", str(d / "a.csv"), "-p", str(d / "a.csv")], "-p {d}/a.csv is the answers"),
     (lambda d: ["crowd", str(d / "a.csv"), "--truth", str(d / "truth.csv"), "-f",
                 str(d / "truth.csv")], "-f {d}/truth.csv is the --truth file"),
+    # an output that cannot be written fails before the run, not after it
+    (lambda d: ["-d", str(d / "t.vw"), "-f", str(d / "no/m.pvw")],
+     "-f {d}/no/m.pvw: cannot write there (no directory {d}/no)"),
+    (lambda d: ["-d", str(d / "t.vw"), "--readable_model", str(d / "sub")],
+     "--readable_model {d}/sub is a directory, not a file"),
+    (lambda d: ["-d", str(d / "t.vw"), "--passes", "2", "--executor", "serial", "--invert_hash",
+                str(d / "no/ih.txt")], "--invert_hash {d}/no/ih.txt: cannot write there"),
+    (lambda d: ["crowd", str(d / "a.csv"), "--workers", str(d / "no/w.csv")],
+     "--workers {d}/no/w.csv: cannot write there (no directory {d}/no)"),
+    (lambda d: ["convert", str(d / "a.csv"), "-o", str(d / "o.vw"), "--map", str(d / "no/m.json")],
+     "--map {d}/no/m.json: cannot write there"),
 ])
 def test_no_output_overwrites_an_input_or_another_output(make_args, message, tmp_path, capsys):
     """A typo such as ``-p`` for ``-d`` would replace the data with predictions: refused before
@@ -154,6 +166,18 @@ def test_no_output_overwrites_an_input_or_another_output(make_args, message, tmp
     assert message.format(d=tmp_path) in err
     assert {name: (tmp_path / name).read_text() for name in files} == files
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*files, "sub"])
+
+
+def test_a_current_cache_in_a_read_only_directory_is_still_read(tmp_path, monkeypatch):
+    from pyvw_lite.io.atomic import check_paths
+    cache = tmp_path / "t.vw.cache"
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # a read-only directory
+    with pytest.raises(ValueError, match="is not writable"):
+        check_paths([], [("--cache_file", str(cache))], reusable=("--cache_file",))
+    cache.write_bytes(b"cache")
+    check_paths([], [("--cache_file", str(cache))], reusable=("--cache_file",))
+    with pytest.raises(ValueError, match="is not writable"):
+        check_paths([], [("-f", str(cache))], reusable=("--cache_file",))
 
 
 def test_repeated_special_outputs_and_a_model_saved_over_itself_are_allowed(tmp_path, capsys):

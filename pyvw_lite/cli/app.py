@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from ..crowd.defaults import DEFAULTS
-from ..io.atomic import refuse_overwriting
+from ..io.atomic import check_paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
@@ -237,8 +237,8 @@ def convert(
 
     def action():
         maps = [("--map", label_map)]
-        refuse_overwriting([("source", source)] + (maps if back else []),
-                           [("-o", out)] + ([] if back else maps))
+        check_paths([("source", source)] + (maps if back else []),
+                    [("-o", out)] + ([] if back else maps))
         if back:
             if not label_map:
                 raise ValueError("--back needs --map (the label map written by convert)")
@@ -276,7 +276,7 @@ def split(
     from ..workflow.split import split_file
 
     def action():
-        refuse_overwriting([("source", source)], [("--train", train), ("--test", test)])
+        check_paths([("source", source)], [("--train", train), ("--test", test)])
         r = split_file(source, train, test, test_fraction, seed)
         report = [f"train = {r.train_lines} lines ({train})",
                   f"test = {r.test_lines} lines ({test})"]

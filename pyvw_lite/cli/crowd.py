@@ -11,7 +11,7 @@ import numpy as np
 from ..crowd.defaults import DEFAULTS
 from ..io.crowd_input import (CrowdData, CrowdInputError, RowPolicy, known_labels, read_answers,
                               read_gold)
-from ..io.atomic import refuse_overwriting
+from ..io.atomic import check_paths
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
 
@@ -134,9 +134,8 @@ def run(run: CrowdRun) -> int:
     from ..crowd.online import run_online
     from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, settings_block,
                                 write_predictions, write_workers)
-    refuse_overwriting([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth)],
-                       [("-p", run.predictions), ("--workers", run.workers),
-                        ("-f", run.final_model)])
+    check_paths([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth)],
+                [("-p", run.predictions), ("--workers", run.workers), ("-f", run.final_model)])
     err = None if run.quiet else sys.stderr
     if run.method not in METHODS:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
@@ -284,5 +283,6 @@ def main(run_options: CrowdRun) -> int:
     except BrokenPipeError:
         raise  # the reader of -p - went away: the entry point ends quietly
     except OSError as exc:
-        sys.stderr.write(f"pyvw-lite crowd: error: {exc.filename or ''}: {exc.strerror or exc}\n")
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"pyvw-lite crowd: error: {where}{exc.strerror or exc}\n")
         return 1

@@ -220,7 +220,7 @@ class ShardedDriver(Driver):
 
     def run(self) -> int:
         o, ws = self.o, self.ws
-        self._refuse_overwriting()
+        self._check_paths()
         for flag in ("audit", "invert_hash"):
             if getattr(o, flag):
                 raise OptionError(f"--{flag} follows one learner example by example; run it "

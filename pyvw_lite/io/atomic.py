@@ -48,8 +48,21 @@ def _identity(path: str):
     return ("file", status.st_dev, status.st_ino)
 
 
-def refuse_overwriting(inputs, outputs) -> None:
-    """Refuse a run that would write over one of its inputs or write two outputs to one file.
+def _refuse_unwritable(flag: str, path: str) -> None:
+    """An output whose directory is missing or read-only fails now, not after the whole run
+    has been spent on it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ValueError(f"{flag} {path}: cannot write there (no directory {directory})")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: cannot write there (directory {directory} is not "
+                         "writable)")
+
+
+def check_paths(inputs, outputs, reusable: tuple[str, ...] = ()) -> None:
+    """Refuse a run whose output cannot be written, or that would write over one of its inputs
+    or write two outputs to one file.  An existing output whose flag is in ``reusable`` (a
+    cache, read when current) is not checked for writability.
 
     ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  ``-`` and special
     files (``/dev/stdout``, ``/dev/null``, pipes) may repeat.  A model read with ``-i`` and
@@ -58,8 +71,12 @@ def refuse_overwriting(inputs, outputs) -> None:
     seen: dict = {}
     for role, pairs in (("input", inputs), ("output", outputs)):
         for flag, path in pairs:
+            if role == "output" and path and os.path.isdir(path):
+                raise ValueError(f"{flag} {path} is a directory, not a file")
             if not path or path == "-" or _is_special(path):
                 continue
+            if role == "output" and not (flag in reusable and os.path.isfile(path)):
+                _refuse_unwritable(flag, path)
             key = _identity(path)
             if key in seen:
                 first_flag, first_role = seen[key]
