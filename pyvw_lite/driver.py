@@ -5,6 +5,7 @@ stdout, as in VW.  Parsing of the next batch overlaps learning of the current on
 """
 from __future__ import annotations
 
+import math
 import os
 from typing import Iterator
 
@@ -105,7 +106,8 @@ class Driver:
                     reusable=("--cache_file",))
 
     def _cache_settings(self) -> dict:
-        return {"format": cache_io.FORMAT, "hash_seed": self.o.hash_seed,
+        return {"format": cache_io.FORMAT, "examples": self.o.examples,
+                "hash_seed": self.o.hash_seed,
                 "hash_all": self.ws.hash_all, "loss": self.ws.loss_name,
                 "source": cache_io.source_signature(self.o.data)}
 
@@ -280,8 +282,13 @@ class Driver:
                     tracker = text_source
                 if bar is not None:
                     bar.update(0, f"pass {pass_index + 1}")
+                left = math.inf if o.examples is None else o.examples  # --examples: per pass
                 for batch in batches:
+                    if left <= 0:
+                        break
                     rows = ws.prepare_cached(batch) if from_cache else ws._valid_rows(batch)
+                    rows = rows[:left] if rows.size > left else rows
+                    left -= rows.size
                     if cache_writer is not None:
                         cache_writer.write(batch, rows, keep_label_text=ws.reduction is not None
                                            and not ws.reduction.parse_label_number)

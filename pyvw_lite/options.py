@@ -59,6 +59,8 @@ OPTIONS: tuple[Option, ...] = (
            short="k"),
     Option("passes", INT, 1, "number of passes over the data (needs a cache)", "Input and output",
            metavar="N"),
+    Option("examples", INT, None, "learn from the first N examples of each pass only",
+           "Input and output", metavar="N"),
     Option("readable_model", STR, None, "write the model as text (index:weight)",
            "Input and output", metavar="FILE"),
     Option("invert_hash", STR, None, "write the model as text with feature names",

@@ -149,6 +149,8 @@ class Workspace:
         for name in ("holdout_after", "early_terminate"):  # VW would wrap -1 to 2^64 - 1
             if getattr(o, name) < 0:
                 raise OptionError(f"option '--{name}': {getattr(o, name)} must be at least 0")
+        if o.examples is not None and o.examples < 0:
+            raise OptionError(f"option '--examples': {o.examples} must be at least 0")
         if o.min_prediction is not None and o.max_prediction is not None \
                 and o.min_prediction > o.max_prediction:
             raise OptionError(f"option '--min_prediction': {o.min_prediction:g} is above "

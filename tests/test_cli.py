@@ -185,6 +185,34 @@ def test_cache_is_created_then_used_and_rebuilt_when_data_changes(rater_task_fil
     assert "creating cache_file" in third and "rebuilding" in out
 
 
+def test_examples_limits_each_pass_as_vw(rater_task_file, tmp_path):
+    """VW's --examples N: the first N examples of every pass (VW 9.11.9 on reg.vw: --examples
+    100 --passes 3 -c gives 'number of examples per pass = 90', the same table as here)."""
+    head = tmp_path / "head.vw"
+    head.write_text("".join(rater_task_file.read_text().splitlines(True)[:250]))
+    common = ["--loss_function", "logistic", "-c", "-k", "--passes", "3", "--holdout_off"]
+    limited = tmp_path / "limited.pvw"
+    _, err, _ = run_workspace(["-d", str(rater_task_file), "--examples", "250", "-f",
+                               str(limited), *common])
+    assert summary_value(err, "number of examples per pass") == "250"
+    whole = tmp_path / "whole.pvw"
+    run_workspace(["-d", str(head), "-f", str(whole), *common])
+    assert limited.read_bytes() == whole.read_bytes()
+    # a cache made under a limit is not read by a run without it
+    _, err, _ = run_workspace(["-d", str(rater_task_file), "-c", "--examples", "10"])
+    out, err, _ = run_workspace(["-d", str(rater_task_file), "-c"])
+    assert "rebuilding" in out + err and summary_value(err, "number of examples") == "3000"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--examples", "-1"], "option '--examples': -1 must be at least 0"),
+    (["--examples", "5", "--executor", "serial"], "--examples counts the examples of one"),
+])
+def test_examples_refusals(rater_task_file, capsys, args, needle):
+    assert main(["-d", str(rater_task_file), *args]) == 1
+    assert needle in capsys.readouterr().err
+
+
 def test_passes_holdout_and_early_termination(rater_task_file, tmp_path):
     model = tmp_path / "m"
     _, err, _ = run_workspace(["-d", str(rater_task_file), "-c", "--passes", "20",

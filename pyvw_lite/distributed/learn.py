@@ -225,6 +225,9 @@ class ShardedDriver(Driver):
             if getattr(o, flag):
                 raise OptionError(f"--{flag} follows one learner example by example; run it "
                                   "without --executor")
+        if o.examples is not None:
+            raise OptionError("--examples counts the examples of one stream; run it without "
+                              "--executor")
         if ws.active is not None:
             raise OptionError("--active decides example by example on one learner; run it "
                               "without --executor")
