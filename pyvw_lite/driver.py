@@ -53,6 +53,7 @@ class Driver:
         self.progress = ProgressTable(self.err, self.o.progress,
                                       holdout_off=not self._holdout_on(), log=workspace._log)
         self.names: dict[int, set[str]] = {}
+        self.no_input = False  # --no_stdin with no data file
 
     # ------------------------------------------------------------------ set-up
     def _holdout_on(self) -> bool:
@@ -141,7 +142,8 @@ class Driver:
                       "ignoring text input in favor of cache input"]
         else:
             lines.append(f"creating cache_file = {cache_path}" if cache_path else "using no cache")
-            lines.append(f"Reading datafile = {o.data if o.data not in (None, '-') else ''}")
+            shown = "" if o.data in (None, "-") or self.no_input else o.data
+            lines.append(f"Reading datafile = {shown}")
         top = ["count_label"]
         if ws.reduction is not None:  # VW names the scoring variants oaa-prob and oaa-scores
             suffix = "-prob" if o.probabilities else "-scores" if o.scores else ""
@@ -245,6 +247,9 @@ class Driver:
             raise OptionError("--invert_hash needs a single pass over text input (no cache)")
         if o.save_resume:
             ws._log("[info] --save_resume is deprecated: models always keep their learning state")
+        self.no_input = o.no_stdin and o.data is None
+        if self.no_input:
+            o.data = os.devnull  # VW's --no_stdin: no data file, no examples
         self._check_paths()
         cache_path, read_cache = self._cache_plan()
         text_source = None

@@ -59,6 +59,8 @@ OPTIONS: tuple[Option, ...] = (
            short="k"),
     Option("passes", INT, 1, "number of passes over the data (needs a cache)", "Input and output",
            metavar="N"),
+    Option("no_stdin", FLAG, False, "with no data file, read nothing (not standard input)",
+           "Input and output"),
     Option("examples", INT, None, "learn from the first N examples of each pass only",
            "Input and output", metavar="N"),
     Option("readable_model", STR, None, "write the model as text (index:weight)",
@@ -219,16 +221,26 @@ NOT_IMPLEMENTED = {
     "log_multi": "use --oaa, --ect or --sft", "recall_tree": "use --oaa, --ect or --sft",
     "nn": "no neural-network reduction; --dyad adds a low-rank interaction model",
     "onethread": "parsing and learning already share one thread here; drop the flag",
+    "quantile_tau": "its losses are squared, logistic and hinge",
+    "expectile_q": "its losses are squared, logistic and hinge",
+    "initial_weight": "weights start at 0 (the constant's at -C W)",
+    "random_weights": "weights start at 0 (the constant's at -C W)",
+    "normal_weights": "weights start at 0 (the constant's at -C W)",
+    "truncated_normal_weights": "weights start at 0 (the constant's at -C W)",
+    "sparse_weights": "its weight table is dense (2^b rows); lower -b to save memory",
 }
+_VW_OTHER = ("pyvw-lite implements VW's linear learner, --oaa/--ect, interactions, caching and "
+             "active learning (pyvw-lite --help lists its options)")
 
 
 def _unknown_option(name: str, prefix: str = "--") -> OptionError:
     """The error for an unknown option (``prefix`` "" for a keyword): why, when VW has it, or
     the nearest option's name."""
+    from .vw_options import VW_OPTIONS
     key = name.replace("-", "_")
-    if key in NOT_IMPLEMENTED:
+    if key in NOT_IMPLEMENTED or key in VW_OPTIONS:
         return OptionError(f"VW's option '{prefix}{name}' is not implemented by pyvw-lite: "
-                           f"{NOT_IMPLEMENTED[key]}")
+                           f"{NOT_IMPLEMENTED.get(key, _VW_OTHER)}")
     import difflib
     near = difflib.get_close_matches(key, list(BY_NAME), n=1, cutoff=0.75)
     hint = f" (did you mean '{prefix}{near[0]}'?)" if near else ""

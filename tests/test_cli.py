@@ -38,6 +38,11 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
     (["--lrq", "rt2"], "VW's option '--lrq' is not implemented by pyvw-lite: use --dyad"),
     (["--l2", "1e-6"], "VW's option '--l2' is not implemented by pyvw-lite"),
+    (["--quantile_tau", "0.3"], "VW's option '--quantile_tau' is not implemented by pyvw-lite: "
+                                "its losses are squared, logistic and hinge"),
+    (["--math-mode", "1"], "VW's option '--math-mode' is not implemented by pyvw-lite: "
+                           "pyvw-lite implements VW's linear learner"),
+    (["--exampels", "3"], "unrecognised option '--exampels' (did you mean '--examples'?)"),
     (["--passes", "2", "--passes", "3", "-c", "-d", "x"], "'--passes' cannot be specified more"),
     (["-b", "x"], "'x' is not a valid integer"),
     (["--loss_function", "logit"], "'logit' is not one of"),
@@ -183,6 +188,15 @@ def test_cache_is_created_then_used_and_rebuilt_when_data_changes(rater_task_fil
         handle.write("1 |rater r_1 |task t_2\n")
     out, third, _ = run_workspace(args)
     assert "creating cache_file" in third and "rebuilding" in out
+
+
+def test_no_stdin_reads_nothing_without_a_data_file(rater_task_file):
+    """pylibvw passes --no_stdin; with no data file VW then learns from nothing."""
+    done = cli(["--no_stdin"], stdin=b"1 |a x\n")
+    assert done.returncode == 0
+    assert summary_value(done.stderr.decode(), "number of examples") == "0"
+    _, err, _ = run_workspace(["-d", str(rater_task_file), "--no_stdin"])
+    assert summary_value(err, "number of examples") == "3000"
 
 
 def test_examples_limits_each_pass_as_vw(rater_task_file, tmp_path):

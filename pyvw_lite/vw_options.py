@@ -1,0 +1,63 @@
+"""The names of VW 9.11.9's command-line options, as ``vw --help`` lists them (``-`` read as
+``_``).  An option of VW that pyvw-lite lacks is refused as VW's, with the reason, not as a typo.
+"""
+VW_OPTIONS = frozenset("""
+OjaNewton action_cache_slack active active_cover adaptive adax affix alg all_slots_loss alpha
+alpha_inverse audit audit_regressor autolink automl automl_significance_level bag bandwidth
+baseline baseline_challenger_cb batch_sz batch_sz_no_doubling bern_hyper beta_scale bfgs binary
+bit_precision block_size bonferroni_denominator boosting bootstrap bs_type cache cache_file cats
+cats_pdf cats_tree cb cb_adf cb_c_alpha cb_c_tau cb_discrete cb_dro cb_dro_alpha cb_dro_tau
+cb_dro_wmax cb_explore cb_explore_adf cb_explore_pdf cb_force_legacy cb_max_cost cb_min_cost
+cb_sample cb_to_cbadf cb_type cbify cbify_cs cbify_ldf cbify_reg cbzo ccb_explore_adf
+ccb_no_slot_index chain_hash challenger_epsilon check_enabled choices_lambda classweight clip_p
+coin compete compressed confidence confidence_after_training conjugate_gradient constant
+constant_epsilon corrupt_prob_warm_start corrupt_type_warm_start cost_max cost_min cover
+cs_absolute_loss cs_active csa_debug csoaa csoaa_ldf csoaa_rank csv csv_header
+csv_no_file_header csv_ns_value csv_separator csv_trace cubic daemon data debug_reversed_learn
+decay decay_learning_rate default_lease degree dictionary dictionary_path direct domination
+dont_output_best_constant dream_at_update dream_repeats driver_output driver_output_off dropout
+dry_run dsjson dump_json_weights_experimental
+dump_json_weights_include_extra_online_state_experimental
+dump_json_weights_include_feature_names_experimental early_terminate ect elim emt emt_initial
+emt_leaf emt_router emt_scorer emt_tree epoch_size epsilon epsilon_decay epsilon_decay_audit
+epsilon_decay_significance_level error eval example_queue_limit examples exclude_eval
+expectile_q experimental_full_name_interactions experimental_igl explore_eval extra_metrics
+feature_limit feature_mask fepsilon final_regressor first first_only fixed_significance_level
+flatbuffer flip_loss_sign flipschitz_const foreground freegrad ftrl ftrl_alpha ftrl_beta gamma
+gamma_exponent gamma_scale get_pmf global_only graph_feedback greedify hash hash_seed help
+hessian_on hexfloat_weights holdout_after holdout_off holdout_period id ignore
+ignore_features_dsjson_experimental ignore_linear indexing initial_denominator initial_epsilon
+initial_numerator initial_pass_length initial_regressor initial_t initial_weight inpass
+input_feature_regularizer interact interaction interaction_type interaction_update interactions
+invariant invert_hash json kary_tree keep kernel kill_cache ksvm l1 l1_state l2 l2_state lambda
+lambda_scheme large_action_space las_hint_explicit_simd lda lda_D lda_alpha lda_epsilon lda_rho
+ldf_override leaf_example_multiplier learn learn_at_leaf learning_rate learning_rate_cnt
+leave_duplicate_interactions limit_output link log_level log_multi log_output logistic_max
+logistic_min loss0 loss1 loss_01_ratio loss_function loss_option loss_report lr_multiplier lrq
+lrqdropout lrqfa marginal math_mode max_actions max_candidates max_depth max_labels
+max_number_of_labels max_prediction max_value meanfield mellowness mem memory_tree metrics
+min_champ_examples min_labels min_prediction min_scope min_value minibatch model_count
+multilabel_oaa multiplier multitask multiworld_test named_labels new_mf ngram nn
+no_bias_regularization no_daemon no_predict no_progress no_stdin noconstant node node_only noop
+normal_weights normalize normalized nounif num_children oaa oaa_subsample oas online opt_func
+oracle_type oracular ot output_feature_regularizer_binary output_feature_regularizer_text
+overwrite_label para_active passes per_model_save_load permutations pid_file pistol plt
+plt_force_load_legacy_model pmf_to_pdf policy pool_greedy pool_size port port_file power_t
+predict_only_model predictions preserve_performance_counters print priority_challengers
+priority_type probabilities progress project psi quadratic quantile_tau quiet radius random_init
+random_seed random_weights randomized_routing range_c rank rank_all raw_predictions
+readable_model recall_tree redefine regcb regcbopt replay_b replay_b_count replay_c
+replay_c_count replay_m replay_m_count reprocess restart reward_as_cost ring_size rnd rnd_alpha
+rnd_invlambda sample_pdf save_per_pass save_resume sched_exponent scores search
+search_active_verify search_allowed_transitions search_alpha search_beta search_history_length
+search_interpolation search_linear_ordering search_metatask search_neighbor_features
+search_no_caching search_passes_per_policy search_perturb_oracle search_rollin search_rollout
+search_rollout_num_steps search_save_every_k_runs search_subsample_time search_task
+search_total_nb_policies search_trained_nb_policies search_xv sendto sgd shift_model_bounds
+sim_bandit simulation sketch_size skips slates softmax sort_features span_server
+span_server_port spanner_c sparse_l2 sparse_weights spelling squarecb stage_poly stage_size
+strict_parse subsample svrg swap_resistance synthcover synthcoverpsi synthcoversize target_rate
+termination testonly thread_pool_size threshold tol_x top top_K top_k total tree_bandwidth
+truncated_normal_weights two_pass_svd unique_id unweighted_marginals update_before_learn
+verbose_metrics version wap_ldf warm_cb warm_cb_cs warm_start warm_start_update
+""".split())
