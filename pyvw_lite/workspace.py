@@ -547,6 +547,14 @@ class Workspace:
         if batch.classes is None:
             self._multiclass_rows(batch, rows, report=False)
         classes = batch.classes[rows]
+        # a label out of range is never predicted right; --oaa learns it as no class's
+        # example (VW), the trees predict it without learning (VW's --ect)
+        strange = np.zeros(rows.size, bool) if batch.out_of_range is None else \
+            batch.out_of_range[rows]
+        learned = classes
+        if self.reduction.out_of_range == "predict" and strange.any():
+            from .reductions.multiclass import UNLABELLED
+            learned = np.where(strange, UNLABELLED, classes)
         predicted = np.empty(rows.size, dtype=np.int64)
         o = self.options
         scores = np.empty((rows.size, self.reduction.classes)) \
@@ -554,14 +562,11 @@ class Workspace:
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
-            self.reduction.run(self, starts, slots, values, classes[part], importances[part],
+            self.reduction.run(self, starts, slots, values, learned[part], importances[part],
                                initials[part], holdout[part], predicted[part],
                                None if scores is None else scores[part], batch=batch,
                                rows=rows[part])
         pred[:] = predicted
-        # a label out of range is learned as class K (--oaa, as VW) but never predicted right
-        strange = np.zeros(rows.size, bool) if batch.out_of_range is None else \
-            batch.out_of_range[rows]
         loss[:] = np.where((classes >= 0) & ((predicted != classes) | strange), importances, 0.0)
         if o.probabilities and not self._want_scores:
             from .reductions.scorer import logistic

@@ -328,15 +328,26 @@ def test_raw_predictions_number_the_classes_under_named_labels(tmp_path):
     assert pred.read_text() == "cat tg\ncat\n"
 
 
-def test_out_of_range_oaa_label_is_learned_as_class_k_and_counted_wrong(tmp_path):
-    """VW learns a label above K as class K once the indexing is known, but the prediction
-    is never right and the table shows the label as read."""
+G40 = ("3 2 2 1 2 1 2 2 3 3 1 5 1 3 3 1 4 3 1 3 2 2 2 3 5 3 2 4 2 2 2 1 4 1 5 1 1 5 2 3").split()
+
+
+@pytest.mark.parametrize("reduction,loss,predictions", [
+    # VW 9.11.9 on these labels with K = 3 (raters and tasks as below), `-p`
+    ("--oaa", "0.875000", "1 3 3 2 2 2 2 2 2 2 1 2 2 2 1 2 1 1 2 1 3 3 3 2 3 1 1 2 3 2 3 3 2 2 2 2 "
+                          "3 2 1 2"),
+    ("--ect", "0.850000", "1 3 3 2 2 2 2 2 2 2 2 2 2 2 2 2 1 1 2 1 3 1 2 2 1 1 1 2 3 2 3 2 2 2 2 2 "
+                          "1 2 1 2"),
+])
+def test_out_of_range_labels_as_vw(tmp_path, reduction, loss, predictions):
+    """VW 9.11.9 learns a label above K under --oaa as no class's example (every class -1: it
+    warns of setting the label to K but learns from the label as read) and under --ect predicts
+    it without learning; both count it as a mistake and show it as read."""
     data = tmp_path / "d.vw"
-    data.write_text("3 |a y\n" + "5 |a x\n" * 20 + "|a x\n")
-    out, err, _ = run_workspace(["-d", str(data), "--oaa", "3", "-p", str(tmp_path / "p")])
-    assert (tmp_path / "p").read_text().split()[-1] == "3"
-    assert "average loss = 1.000000" in err
-    assert "            5              3" in err
+    data.write_text("".join(f"{y} |rater r_{i % 7} |task t_{i % 11}\n" for i, y in enumerate(G40)))
+    out, err, _ = run_workspace(["-d", str(data), reduction, "3", "-p", str(tmp_path / "p")])
+    assert (tmp_path / "p").read_text().split() == predictions.split()
+    assert f"average loss = {loss}" in err and "skipped examples" not in err
+    assert f"{data}:12: label 5 is not in {{1,3}}; " in out
 
 
 def test_labels_indexing_names_and_out_of_range(tmp_path):
@@ -344,10 +355,11 @@ def test_labels_indexing_names_and_out_of_range(tmp_path):
     data.write_text("0 |a x\n2 |a y\n3 |a z\n2.5 |a w\n")
     out, err, code = run_workspace(["-d", str(data), "--oaa", "3"])
     assert "labels are now considered 0-indexed" in out
-    assert "label 3 is not in {0,2}; using 2" in out and "is not an integer" in out
+    assert "label 3 is not in {0,2}; learned as no class's example" in out
+    assert "is not an integer" in out
     out, err, code = run_workspace(["-d", str(data), "--ect", "3", "--indexing", "1"])
-    assert "label 0 is not in {1,3}; example skipped" in out
-    assert "skipped examples = 2" in err
+    assert "label 0 is not in {1,3}; predicted, not learned" in out
+    assert "skipped examples = 1" in err
     named = tmp_path / "n.vw"
     named.write_text("cat |a x\ndog |a y\nemu |a z\n")
     out, err, code = run_workspace(["-d", str(named), "--sft", "2", "--named_labels", "cat,dog",
@@ -363,14 +375,16 @@ def test_label_indexing_is_decided_in_stream_order(tmp_path):
     out = run_workspace(["-d", str(data), "--oaa", "3"])[0]
     reports = [line for line in out.splitlines() if line.startswith("[")]
     assert reports == [
-        f"[warning] {data}:2: label 4 is not in {{1,3}}; using 3",
+        f"[warning] {data}:2: label 4 is not in {{1,3}}; learned as no class's example",
         f"[warning] {data}:3: multiclass label 1.5 is not an integer; example skipped",
         "[info] label 0 found -- labels are now considered 0-indexed.",
-        f"[warning] {data}:5: label 3 is not in {{0,2}}; using 2"]
+        f"[warning] {data}:5: label 3 is not in {{0,2}}; learned as no class's example"]
     data.write_text("1 |a x\n3 |a y\n0 |a z\n")
-    out = run_workspace(["-d", str(data), "--ect", "3"])[0]
+    out = run_workspace(["-d", str(data), "--sft", "3"])[0]
     assert "[info] label 3 found -- labels are now considered 1-indexed." in out
-    assert f"{data}:3: label 0 is not in {{1,3}}; example skipped" in out
+    assert f"{data}:3: label 0 is not in {{1,3}}; predicted, not learned" in out
+    out = run_workspace(["-d", str(data), "--ect", "3"])[0]  # VW's --ect: always 1..K
+    assert "considered" not in out and f"{data}:3: label 0 is not in {{1,3}}" in out
 
 
 def test_label_indexing_does_not_depend_on_how_lines_are_batched():

@@ -67,7 +67,11 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
 
 class FilterTree(TreeReduction):
     name = "ect"
-    out_of_range = "skip"
+
+    def __init__(self, options: Options, classes: int, flag: str = ""):
+        super().__init__(options, classes, flag)
+        if self.indexing is None:  # VW's --ect reads 1..K and never detects 0-indexing
+            self.indexing = 1
 
     @property
     def slot_sets(self) -> int:

@@ -92,7 +92,9 @@ def requested(options: Options, *names: str) -> bool:
 
 class MulticlassReduction:
     name = ""
-    out_of_range = "skip"  # or "last"
+    # a label outside the classes: "none", learned as no class's example (every class's -1);
+    # "predict", predicted but not learned (VW's --ect); either way counted as a mistake
+    out_of_range = "predict"
 
     def __init__(self, options: Options, classes: int, flag: str = ""):
         if classes < 1:
@@ -159,11 +161,10 @@ class MulticlassReduction:
         for k in np.flatnonzero((index < 0) | (index >= self.classes)):
             low, high = offsets[k], self.classes - 1 + offsets[k]
             text = f"label {integers[k]} is not in {{{low},{high}}}"
-            if self.out_of_range == "last":
-                index[k], outcome = self.classes - 1, f"using {high}"
-                batch.out_of_range[rows[positions[k]]] = True
-            else:
-                index[k], outcome = INVALID, SKIPPED
+            index[k] = self.classes  # no class's index: never predicted
+            outcome = ("learned as no class's example" if self.out_of_range == "none"
+                       else "predicted, not learned")
+            batch.out_of_range[rows[positions[k]]] = True
             reports.append((int(positions[k]), text, outcome))
         result[positions] = index
         for k, text, outcome in sorted(reports, key=lambda report: report[0]):

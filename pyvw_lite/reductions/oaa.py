@@ -87,7 +87,9 @@ def oaa_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
 
 class OneAgainstAll(MulticlassReduction):
     name = "oaa"
-    out_of_range = "last"  # VW remaps an out-of-range label to K (with a warning)
+    # VW 9.11.9 warns of a label outside 1..K (0..K-1) and sets the label to K, but learns
+    # from the label as read: every class gets -1, and the prediction is never right
+    out_of_range = "none"
 
     @property
     def models(self) -> int:

@@ -313,7 +313,6 @@ def sft_dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts
 
 class ScoringFilterTree(TreeReduction):
     name = "sft"
-    out_of_range = "skip"
 
     def run(self, ws, starts, slots, values, classes, importances, initials, holdout, out_pred,
             out_scores, batch=None, rows=None):
