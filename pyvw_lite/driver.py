@@ -33,7 +33,7 @@ def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdou
     if reduction is not None:
         labels = np.zeros(truth.shape[0])
         def label_text(i):
-            return reduction.label_text(int(truth[i])) if np.isnan(shown[i]) else f"{shown[i]:g}"
+            return reduction.label_text(int(truth[i])) if shown[i] is None else shown[i]
         def prediction_text(i):
             text = reduction.label_text(int(pred[i]))
             return text if np.isnan(confidence[i]) else f"{text}({confidence[i]:.0%})"
@@ -367,7 +367,7 @@ class Driver:
             pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout)
         else:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
-        shown = np.full(rows.size, np.nan)
+        shown = np.full(rows.size, None, dtype=object)
         confidence = np.full(rows.size, np.nan)
         if multiclass is not None and self.o.probabilities and rows.size:
             confidence = raw[np.arange(rows.size), pred.astype(np.int64)]
@@ -375,8 +375,8 @@ class Driver:
             truth = batch.classes[rows]
             labelled = truth >= 0
             if batch.out_of_range is not None:
-                strange = batch.out_of_range[rows]
-                shown[strange] = batch.ex_float[rows[strange], LABEL]
+                for k in np.flatnonzero(batch.out_of_range[rows]):
+                    shown[k] = multiclass.label_as_read(batch, int(rows[k]))
         else:
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0

@@ -364,8 +364,24 @@ def test_labels_indexing_names_and_out_of_range(tmp_path):
     named.write_text("cat |a x\ndog |a y\nemu |a z\n")
     out, err, code = run_workspace(["-d", str(named), "--sft", "2", "--named_labels", "cat,dog",
                                     "-p", str(tmp_path / "p")])
-    assert "'emu' is not one of --named_labels cat,dog" in out
-    assert set((tmp_path / "p").read_text().split()) <= {"cat", "dog"}
+    assert "'emu' is not one of --named_labels cat,dog; predicted, not learned" in out
+    predictions = (tmp_path / "p").read_text().split()  # one per line, 'emu' not lost
+    assert len(predictions) == 3 and set(predictions) <= {"cat", "dog"}
+    assert "average loss = 0.666667" in err  # emu is never right ("dog" was not predicted)
+
+
+def test_an_unknown_named_label_is_predicted_and_shown_as_vw():
+    """VW 9.11.9 on cat/dog/bird/cat/fish with --oaa 3 --named_labels cat,dog,bird: 'Missing
+    named label', then the line is predicted and learned as no class's example; VW's -p is
+    cat cat dog cat cat."""
+    import io
+    lines = ["cat |f a b", "dog |f c", "bird |f a c", "cat |f a", "fish |f z"]
+    err = io.StringIO()
+    ws = Workspace("--oaa 3 --named_labels cat,dog,bird -P 1", stderr=err)
+    predictions = ws.learn(ws.parse(lines))
+    assert [ws.reduction.label_text(int(c)) for c in predictions] == \
+        ["cat", "cat", "dog", "cat", "cat"]
+    ws.finish()
 
 
 def test_label_indexing_is_decided_in_stream_order(tmp_path):

@@ -121,6 +121,21 @@ class MulticlassReduction:
             return self.names[value]
         return str(value + (0 if self.indexing == 0 else 1))
 
+    @staticmethod
+    def _token(batch: ParsedBatch, row: int) -> bytes:
+        return bytes(batch.buf[batch.ex_int[row, LAB_START]:batch.ex_int[row, LAB_END]])
+
+    def label_as_read(self, batch: ParsedBatch, row: int) -> str:
+        """A row's label as written (for one that names no class)."""
+        if self.names is not None:
+            return self._token(batch, row).decode("utf-8", "replace")
+        return f"{batch.ex_float[row, LABEL]:g}"
+
+    def _outcome(self) -> str:
+        """What happens to an example whose label names no class (it is never predicted)."""
+        return ("learned as no class's example" if self.out_of_range == "none"
+                else "predicted, not learned")
+
     def classes_of(self, batch: ParsedBatch, rows: np.ndarray, log, where) -> np.ndarray:
         """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID``, each problem reported as
         ``log(row, text, outcome)``.
@@ -129,15 +144,16 @@ class MulticlassReduction:
         default 1..K, rows from it on use what it showed.  Reports come in row order."""
         labelled = batch.ex_int[rows, NLABEL] > 0
         result = np.full(rows.size, UNLABELLED, dtype=np.int64)
+        batch.out_of_range = np.zeros(batch.ex_int.shape[0], dtype=bool)
         if self.names is not None:
             for k in np.flatnonzero(labelled):
                 row = rows[k]
-                token = bytes(batch.buf[batch.ex_int[row, LAB_START]:batch.ex_int[row, LAB_END]])
-                index = self.name_index.get(token)
-                if index is None:
-                    log(row, f"label {token.decode('utf-8', 'replace')!r} is not one of "
-                             f"--named_labels {','.join(self.names)}", SKIPPED)
-                    result[k] = INVALID
+                index = self.name_index.get(self._token(batch, row))
+                if index is None:  # VW: "Missing named label", then a label out of range
+                    log(row, f"label {self.label_as_read(batch, row)!r} is not one of "
+                             f"--named_labels {','.join(self.names)}", self._outcome())
+                    result[k] = self.classes
+                    batch.out_of_range[row] = True
                 else:
                     result[k] = index
             return result
@@ -157,15 +173,12 @@ class MulticlassReduction:
                 offsets[first:] = self.indexing
                 reports.append((int(positions[first]), None, None))
         index = integers - offsets
-        batch.out_of_range = np.zeros(batch.ex_int.shape[0], dtype=bool)
         for k in np.flatnonzero((index < 0) | (index >= self.classes)):
             low, high = offsets[k], self.classes - 1 + offsets[k]
             text = f"label {integers[k]} is not in {{{low},{high}}}"
             index[k] = self.classes  # no class's index: never predicted
-            outcome = ("learned as no class's example" if self.out_of_range == "none"
-                       else "predicted, not learned")
             batch.out_of_range[rows[positions[k]]] = True
-            reports.append((int(positions[k]), text, outcome))
+            reports.append((int(positions[k]), text, self._outcome()))
         result[positions] = index
         for k, text, outcome in sorted(reports, key=lambda report: report[0]):
             if text is None:
