@@ -408,23 +408,21 @@ class Workspace:
             labelled = batch.ex_int[rows, NLABEL] > 0
             labels = batch.ex_float[rows, LABEL]
             odd = labelled & (labels != 1.0) & (labels != -1.0)
-            if odd.any():
-                keep = np.ones(rows.size, dtype=bool)
-                for k in np.flatnonzero(odd):
-                    row = int(rows[k])
-                    where = f"{batch.source}:{batch.first_line + row}"
-                    text = f"label {labels[k]:g} is not -1 or 1 as the {self.loss_name} loss expects"
-                    if self.loss == LOGISTIC:
-                        if self.options.strict_parse:
-                            raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
-                        self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
-                                  "example skipped")
-                        keep[k] = False
-                    else:
-                        self._log(f"[warning] {where}: {text}")
-                        self.label_warnings += 1
-                self.skipped += int((~keep).sum())
-                rows = rows[keep]
+            for k in np.flatnonzero(odd):
+                row = int(rows[k])
+                where = f"{batch.source}:{batch.first_line + row}"
+                text = f"label {labels[k]:g} is not -1 or 1 as the {self.loss_name} loss expects"
+                if self.loss == LOGISTIC:
+                    if self.options.strict_parse:
+                        raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
+                    # kept as an unlabelled example: its prediction is written, nothing learned
+                    # (VW 9.11.9 would blend the -1 and 1 updates, reading it as a soft label)
+                    self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
+                              "predicted, not learned")
+                    batch.ex_int[row, NLABEL] = 0
+                else:
+                    self._log(f"[warning] {where}: {text}")
+                self.label_warnings += 1
         return rows
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
@@ -520,7 +518,8 @@ class Workspace:
                     loss[part])
             raw = pred.copy()
             if self.binary is not None:
-                pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
+                pred, loss = self._binary_report(batch, rows, pred, labels, labelled,
+                                                 importances, loss)
             return self.scorer.report(pred), raw, loss, nfeat
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
@@ -530,8 +529,20 @@ class Workspace:
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part], *self.active_arguments(count))
         if self.binary is not None:
-            pred, loss = self.binary.report(pred, labels, labelled.astype(bool), importances)
+            pred, loss = self._binary_report(batch, rows, pred, labels, labelled, importances,
+                                             loss)
         return self.scorer.report(pred), raw, loss, nfeat
+
+    def _binary_report(self, batch, rows, pred, labels, labelled, importances, loss):
+        """--binary's signs and 0/1 losses; a label that is not ±1 is reported (VW 9.11.9: "The
+        label '0' is not -1 or 1 as loss function expects.") and keeps its learner loss."""
+        signs, loss, odd = self.binary.report(pred, labels, labelled.astype(bool), importances,
+                                              loss)
+        for k in np.flatnonzero(odd):
+            self._log(f"[warning] {batch.source}:{batch.first_line + int(rows[k])}: label "
+                      f"{labels[k]:g} is not -1 or 1 as --binary expects; its loss is the "
+                      f"{self.loss_name} loss, as in VW")
+        return signs, loss
 
     def active_arguments(self, count: int):
         """``(mode, sampler state, one uniform draw per example, mellowness, requests)`` for a

@@ -469,3 +469,32 @@ def test_every_subcommand_help_shows_each_option_help_whole():
         for param in command.params:
             text = " ".join((getattr(param, "help", None) or "").split())
             assert text in shown, f"{name}: {param.name}: {text!r}"
+
+
+def test_a_logistic_label_that_is_not_plus_or_minus_one_is_predicted_not_learned(tmp_path):
+    """0/1 labels under the logistic loss: each 0 is reported with its line and predicted, so
+    the predictions file keeps one line per example, and nothing is learned from it."""
+    lines = ["1 |a x", "0 |a x", "-1 |a y", "1 |a x"]
+    data, kept = tmp_path / "d.vw", tmp_path / "k.vw"
+    data.write_text("\n".join(lines) + "\n")
+    kept.write_text("\n".join(lines[:1] + lines[2:]) + "\n")
+    out, err, _ = run_workspace(["-d", str(data), "--loss_function", "logistic", "-p",
+                                 str(tmp_path / "p"), "-f", str(tmp_path / "m")])
+    assert f"{data}:2: label 0 is not -1 or 1 as the logistic loss expects" in out
+    assert "predicted, not learned" in out and "skipped examples" not in err
+    assert len((tmp_path / "p").read_text().splitlines()) == 4
+    run_workspace(["-d", str(kept), "--loss_function", "logistic", "-f", str(tmp_path / "m2")])
+    from pyvw_lite.workspace import Workspace
+    weights = [Workspace(["-i", str(tmp_path / name), "--quiet"]).weights for name in ("m", "m2")]
+    np.testing.assert_array_equal(*weights)
+
+
+def test_binary_with_labels_that_are_not_plus_or_minus_one_as_vw(tmp_path):
+    """VW 9.11.9 reports such a label and leaves its loss to the learner (squared here): on
+    these six lines VW prints -1 1 1 1 1 1 and average loss 0.922080."""
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x\n0 |a y\n-1 |a y\n2 |a x z\n0 |a x\n1 |a z\n")
+    out, err, _ = run_workspace(["-d", str(data), "--binary", "-p", str(tmp_path / "p")])
+    assert (tmp_path / "p").read_text().split() == ["-1", "1", "1", "1", "1", "1"]
+    assert "average loss = 0.922080" in err
+    assert f"{data}:4: label 2 is not -1 or 1 as --binary expects" in out
