@@ -137,7 +137,8 @@ class MulticlassReduction:
                 else "predicted, not learned")
 
     def classes_of(self, batch: ParsedBatch, rows: np.ndarray, log, where) -> np.ndarray:
-        """Class index 0..K-1 per row, ``UNLABELLED`` or ``INVALID``, each problem reported as
+        """Class index 0..K-1 per row, K for a label that names no class (marked in
+        ``batch.out_of_range``), ``UNLABELLED`` or ``INVALID``, each problem reported as
         ``log(row, text, outcome)``.
 
         Indexing is decided in stream order, as VW does: rows before the first 0 or K keep the
