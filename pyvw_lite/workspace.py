@@ -271,7 +271,6 @@ class Workspace:
         self.raw_scores = False  # class scores for -r (--oaa/--sft without --scores)
         self.requests = []
         self.skipped = 0
-        self.label_warnings = 0
         self.last_rows = np.zeros(0, np.int64)
 
     @staticmethod
@@ -422,7 +421,6 @@ class Workspace:
                     batch.ex_int[row, NLABEL] = 0
                 else:
                     self._log(f"[warning] {where}: {text}")
-                self.label_warnings += 1
         return rows
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
