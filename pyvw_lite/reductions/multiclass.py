@@ -2,10 +2,12 @@
 label-range bookkeeping of their binary sub-problems.
 
 Labels are integers ``1..K`` (VW switches to ``0..K-1`` from the first 0 it sees before a K,
-and confirms ``1..K`` at a K; ``--indexing`` fixes it) or names given by ``--named_labels
-a,b,c``.  A label that is not an integer is a malformed example (skipped with a located
-warning); a label outside the range is handled per reduction: ``--oaa`` learns it as the last
-class but counts it as an error (as VW), the trees skip it.
+and confirms ``1..K`` at a K; ``--indexing`` fixes it; ``--ect`` always reads ``1..K``, as VW's)
+or names given by ``--named_labels a,b,c``.  A label that is not an integer is a malformed
+example (skipped with a located warning).  A label that names no class (out of range, or not
+among the names) is warned of, predicted and counted as a mistake, and learned per reduction as
+VW 9.11.9 does: ``--oaa`` learns it as no class's example (every class -1), the trees not at
+all.
 """
 from __future__ import annotations
 
