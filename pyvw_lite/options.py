@@ -113,6 +113,10 @@ OPTIONS: tuple[Option, ...] = (
     # learning
     Option("loss_function", STR, "squared", "loss function", "Learning",
            choices=("squared", "logistic", "hinge"), keep=True),
+    Option("logistic_min", FLOAT, -1.0, "logistic label read as class -1 (between it and "
+           "--logistic_max: a soft label)", "Learning", keep=True, metavar="Y"),
+    Option("logistic_max", FLOAT, 1.0, "logistic label read as class 1", "Learning", keep=True,
+           metavar="Y"),
     Option("learning_rate", FLOAT, 0.5, "learning rate (10 for plain updates unless given)",
            "Learning", short="l", metavar="ETA"),
     Option("power_t", FLOAT, 0.5, "learning-rate decay exponent", "Learning", metavar="P"),
@@ -297,6 +301,8 @@ class Options:
             elif opt.kind == LIST:
                 for item in value:
                     argv += [f"--{opt.name}", str(item)]
+            elif isinstance(value, float) and value.is_integer():
+                argv += [f"--{opt.name}", str(int(value))]  # "0" as VW writes it, not "0.0"
             else:
                 argv += [f"--{opt.name}", str(value)]
         return argv

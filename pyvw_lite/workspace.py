@@ -149,6 +149,11 @@ class Workspace:
         for name in ("holdout_after", "early_terminate"):  # VW would wrap -1 to 2^64 - 1
             if getattr(o, name) < 0:
                 raise OptionError(f"option '--{name}': {getattr(o, name)} must be at least 0")
+        if not (math.isfinite(o.logistic_min) and math.isfinite(o.logistic_max)
+                and o.logistic_min < o.logistic_max):
+            raise OptionError(f"options '--logistic_min {o.logistic_min:g} --logistic_max "
+                              f"{o.logistic_max:g}': need finite values, the first below the "
+                              "second")
         if o.examples is not None and o.examples < 0:
             raise OptionError(f"option '--examples': {o.examples} must be at least 0")
         if o.min_prediction is not None and o.max_prediction is not None \
@@ -403,25 +408,50 @@ class Workspace:
         rows = np.flatnonzero(status == OK)
         if self.reduction is not None:
             return self._multiclass_rows(batch, rows, report=True)
-        if self.loss in (LOGISTIC, HINGE) and rows.size:
+        if self.loss == HINGE and rows.size:
             labelled = batch.ex_int[rows, NLABEL] > 0
             labels = batch.ex_float[rows, LABEL]
-            odd = labelled & (labels != 1.0) & (labels != -1.0)
-            for k in np.flatnonzero(odd):
-                row = int(rows[k])
-                where = f"{batch.source}:{batch.first_line + row}"
-                text = f"label {labels[k]:g} is not -1 or 1 as the {self.loss_name} loss expects"
-                if self.loss == LOGISTIC:
-                    if self.options.strict_parse:
-                        raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
-                    # kept as an unlabelled example: its prediction is written, nothing learned
-                    # (VW 9.11.9 would blend the -1 and 1 updates, reading it as a soft label)
-                    self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
-                              "predicted, not learned")
-                    batch.ex_int[row, NLABEL] = 0
-                else:
-                    self._log(f"[warning] {where}: {text}")
+            for k in np.flatnonzero(labelled & (labels != 1.0) & (labels != -1.0)):
+                row = int(rows[k])  # learned as given, as VW does
+                self._log(f"[warning] {batch.source}:{batch.first_line + row}: label "
+                          f"{labels[k]:g} is not -1 or 1 as the hinge loss expects")
+        if self.loss == LOGISTIC and rows.size:
+            self._check_logistic_labels(batch, rows)
         return rows
+
+    def _logistic_labels(self, labels: np.ndarray) -> np.ndarray:
+        """Labels as the logistic kernels read them: ``--logistic_min`` → -1, ``--logistic_max``
+        → 1, a label between them → the soft label in between (VW 9.11.9's reading)."""
+        low, high = self.options.logistic_min, self.options.logistic_max
+        if low == -1.0 and high == 1.0:
+            return labels
+        return 2.0 * (labels - low) / (high - low) - 1.0
+
+    def _check_logistic_labels(self, batch: ParsedBatch, rows: np.ndarray) -> None:
+        """A label outside [--logistic_min, --logistic_max], or a soft one where only hard ones
+        have an exact step (``--dyad``, ``--active``), is reported; its example is kept as an
+        unlabelled one: predicted, not learned (``--strict_parse``: fatal)."""
+        labelled = batch.ex_int[rows, NLABEL] > 0
+        raw = batch.ex_float[rows, LABEL]
+        labels = self._logistic_labels(raw)
+        outside = labelled & ~((labels >= -1.0) & (labels <= 1.0))
+        soft = labelled & ~outside & (labels != 1.0) & (labels != -1.0)
+        hard_only = self.dyadic is not None or self.active is not None
+        o = self.options
+        for k in np.flatnonzero(outside | (soft & hard_only)):
+            row = int(rows[k])
+            where = f"{batch.source}:{batch.first_line + row}"
+            if outside[k]:
+                text = (f"label {raw[k]:g} is outside [{o.logistic_min:g}, {o.logistic_max:g}], "
+                        "the labels of the logistic loss (--logistic_min, --logistic_max)")
+            else:
+                text = (f"label {raw[k]:g} is a soft label, which "
+                        f"{'--dyad' if self.dyadic is not None else '--active'} does not learn")
+            if o.strict_parse:
+                raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
+            self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
+                      "predicted, not learned")
+            batch.ex_int[row, NLABEL] = 0
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
@@ -498,6 +528,8 @@ class Workspace:
         picked = slice(int(rows[0]), int(rows[-1]) + 1) \
             if n and rows[-1] - rows[0] == n - 1 else rows
         labels = np.ascontiguousarray(batch.ex_float[picked, LABEL])
+        if self.loss == LOGISTIC and self.reduction is None:
+            labels = np.ascontiguousarray(self._logistic_labels(labels))
         importances = np.ascontiguousarray(batch.ex_float[picked, WEIGHT])
         initials = np.ascontiguousarray(batch.ex_float[picked, INITIAL])
         labelled = (batch.ex_int[picked, NLABEL] > 0).view(np.uint8)

@@ -1,6 +1,7 @@
 """End-to-end command line: VW argv, files, models, cache, passes, bad input."""
 import gzip
 import os
+import re
 import subprocess
 import sys
 
@@ -471,22 +472,51 @@ def test_every_subcommand_help_shows_each_option_help_whole():
             assert text in shown, f"{name}: {param.name}: {text!r}"
 
 
-def test_a_logistic_label_that_is_not_plus_or_minus_one_is_predicted_not_learned(tmp_path):
-    """0/1 labels under the logistic loss: each 0 is reported with its line and predicted, so
-    the predictions file keeps one line per example, and nothing is learned from it."""
-    lines = ["1 |a x", "0 |a x", "-1 |a y", "1 |a x"]
-    data, kept = tmp_path / "d.vw", tmp_path / "k.vw"
-    data.write_text("\n".join(lines) + "\n")
-    kept.write_text("\n".join(lines[:1] + lines[2:]) + "\n")
-    out, err, _ = run_workspace(["-d", str(data), "--loss_function", "logistic", "-p",
-                                 str(tmp_path / "p"), "-f", str(tmp_path / "m")])
-    assert f"{data}:2: label 0 is not -1 or 1 as the logistic loss expects" in out
-    assert "predicted, not learned" in out and "skipped examples" not in err
-    assert len((tmp_path / "p").read_text().splitlines()) == 4
-    run_workspace(["-d", str(kept), "--loss_function", "logistic", "-f", str(tmp_path / "m2")])
+def test_logistic_labels_between_min_and_max_are_soft_as_vw(tmp_path, rater_task_file):
+    """VW 9.11.9 reads a logistic label y in [--logistic_min, --logistic_max] (default -1, 1) as
+    the class-1 probability (y - min)/(max - min): 0/1 data with --logistic_min 0 learns exactly
+    what -1/1 data does, and a 0 under the default range is a soft label (q = 1/2) that pulls
+    its prediction toward 0 without crossing it."""
+    zero_one = tmp_path / "01.vw"
+    zero_one.write_text(re.sub(r"(?m)^-1 ", "0 ", rater_task_file.read_text()))
+    run_workspace(["-d", str(rater_task_file), "--loss_function", "logistic", "-f",
+                   str(tmp_path / "pm.pvw")])
+    out, err, _ = run_workspace(["-d", str(zero_one), "--loss_function", "logistic",
+                                 "--logistic_min", "0", "--logistic_max", "1", "-f",
+                                 str(tmp_path / "01.pvw")])
+    assert "warning" not in out
     from pyvw_lite.workspace import Workspace
-    weights = [Workspace(["-i", str(tmp_path / name), "--quiet"]).weights for name in ("m", "m2")]
-    np.testing.assert_array_equal(*weights)
+    a, b = (Workspace(["-i", str(tmp_path / name), "--quiet"]) for name in ("pm.pvw", "01.pvw"))
+    np.testing.assert_array_equal(a.weights, b.weights)
+    soft = tmp_path / "soft.vw"
+    soft.write_text("1 |a x\n" * 3 + "0 |a x\n" * 40)
+    out, err, _ = run_workspace(["-d", str(soft), "--loss_function", "logistic", "-p",
+                                 str(tmp_path / "p"), "--noconstant"])
+    predictions = [float(v) for v in (tmp_path / "p").read_text().split()]
+    assert predictions[3] > 0.5 and 0.0 < predictions[-1] < 0.05  # toward logit(1/2) = 0
+    assert all(b <= a for a, b in zip(predictions[3:], predictions[4:]))  # never past it
+    assert "warning" not in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "label 2 is outside [-1, 1], the labels of the logistic loss"),
+    (["--dyad", "ra"], "label 0 is a soft label, which --dyad does not learn"),
+    (["--active", "--simulation"], "label 0 is a soft label, which --active does not learn"),
+])
+def test_logistic_labels_that_cannot_be_learned_are_predicted(tmp_path, args, needle):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x |r u\n0 |a x |r u\n-1 |a y |r v\n2 |a x |r v\n")
+    out, err, _ = run_workspace(["-d", str(data), "--loss_function", "logistic", "-p",
+                                 str(tmp_path / "p"), *args])
+    assert needle in out and "predicted, not learned" in out
+    assert len((tmp_path / "p").read_text().splitlines()) == 4  # no line lost
+    assert "skipped examples" not in err
+
+
+def test_logistic_label_range_is_checked(capsys):
+    assert main(["--loss_function", "logistic", "--logistic_min", "1", "--logistic_max",
+                 "0"]) == 1
+    assert "the first below the second" in capsys.readouterr().err
 
 
 def test_binary_with_labels_that_are_not_plus_or_minus_one_as_vw(tmp_path):

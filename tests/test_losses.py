@@ -122,3 +122,44 @@ def test_loss_terms_share_one_exponential():
     assert value == pytest.approx(math.log1p(math.exp(0.7)))
     assert gradient2 == pytest.approx(derivative(LOGISTIC, 0.7, -1.0) ** 2)
     assert aux == pytest.approx(math.exp(-0.7))
+
+
+def _rk4_flow(p0, q, c, n=4000):
+    """``dp/dτ = -(σ(p) - q)`` integrated over ``[0, c]`` by classical RK4."""
+    def f(p):
+        return -(1.0 / (1.0 + math.exp(-p)) - q)
+    p, dt = p0, c / n
+    for _ in range(n):
+        k1 = f(p)
+        k2 = f(p + 0.5 * dt * k1)
+        k3 = f(p + 0.5 * dt * k2)
+        k4 = f(p + dt * k3)
+        p += dt * (k1 + 2 * k2 + 2 * k3 + k4) / 6.0
+    return p
+
+
+def test_soft_logistic_label_step_is_the_exact_flow():
+    """A soft label y in (-1, 1) (VW's logistic labels between --logistic_min and _max: the
+    class-1 probability q = (y+1)/2) moves the prediction along the exact gradient flow of
+    q·l(p, 1) + (1-q)·l(p, -1), toward logit(q) and never past it."""
+    from pyvw_lite.learners.losses import soft_logistic_flow
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        p0, q, c = rng.normal() * 6.0, rng.uniform(0.02, 0.98), 10.0 ** rng.uniform(-4, 1.5)
+        moved = soft_logistic_flow(p0, q, c)
+        assert abs(moved - _rk4_flow(p0, q, c)) < 1e-9
+        star = math.log(q / (1.0 - q))
+        assert (moved - star) * (p0 - star) >= 0.0 and abs(moved - star) <= abs(p0 - star)
+        assert abs(soft_logistic_flow(p0, q, 1e12) - star) < 1e-9  # a huge weight: logit(q)
+    # through importance_aware_update, in VW's update number (p_new = p + X·u)
+    u = importance_aware_update(LOGISTIC, 1.5, 0.2, 0.3, 2.0, 0.0)
+    assert abs(1.5 + 2.0 * u - _rk4_flow(1.5, 0.6, 0.6)) < 1e-9
+    # near a hard label the soft flow follows the hard one while far from logit(q)
+    hard = 0.4 - step(LOGISTIC, 0.4, 1.0, 0.5, 2.0, 3.0) * 3.0
+    assert abs(soft_logistic_flow(0.4, 1.0 - 1e-12, 3.0) - hard) < 1e-9
+
+
+def test_soft_logistic_label_loss_and_gradient():
+    value, gradient2, _ = loss_terms(LOGISTIC, 0.3, 0.0)  # q = 1/2
+    assert math.isclose(value, 0.5 * math.log1p(math.exp(-0.3)) + 0.5 * math.log1p(math.exp(0.3)))
+    assert math.isclose(gradient2, (1.0 / (1.0 + math.exp(-0.3)) - 0.5) ** 2)

@@ -32,7 +32,10 @@ def loss_value(loss, p, y):
     if loss == SQUARED:
         return (p - y) * (p - y)
     if loss == LOGISTIC:
-        return softplus(-y * p)
+        if y == 1.0 or y == -1.0:
+            return softplus(-y * p)
+        q = 0.5 * (y + 1.0)  # a soft label: the probability of the class +1
+        return q * softplus(-p) + (1.0 - q) * softplus(p)
     margin = 1.0 - y * p
     return margin if margin > 0.0 else 0.0
 
@@ -47,6 +50,10 @@ def loss_terms(loss, p, y):
     if loss == SQUARED:
         return (p - y) * (p - y), 4.0 * (p - y) * (p - y), 0.0
     if loss == LOGISTIC:
+        if y != 1.0 and y != -1.0:  # a soft label q = (y+1)/2: l = q·l(p,1) + (1−q)·l(p,−1)
+            q = 0.5 * (y + 1.0)
+            g = sigmoid(p) - q
+            return q * softplus(-p) + (1.0 - q) * softplus(p), g * g, 0.0
         m = y * p
         e = math.exp(-abs(m))
         q = e / (1.0 + e) if m > 0.0 else 1.0 / (1.0 + e)  # |l'| = 1/(1 + e^m)
@@ -59,7 +66,7 @@ def loss_terms(loss, p, y):
 def loss_is_positive(loss, p, y, value):
     """VW skips an update when the loss *in float32* is 0; logistic stops near ``yp = 16.6``."""
     if loss == LOGISTIC:
-        return y * p < LOGISTIC_ZERO_MARGIN
+        return y * p < LOGISTIC_ZERO_MARGIN or (y != 1.0 and y != -1.0)
     return value > 0.0
 
 
@@ -130,7 +137,69 @@ def importance_aware_update(loss, p, y, scale, x2, aux):
             return 0.0
         reach = (1.0 - y * p) / x2
         return y * (scale if scale < reach else reach)
+    if y != 1.0 and y != -1.0:
+        return (soft_logistic_flow(p, 0.5 * (y + 1.0), scale * x2) - p) / x2
     return y * logistic_delta_core(y * p, scale * x2, aux) / x2
+
+
+@kernel
+def sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@kernel
+def _log_one_minus_exp(a):
+    """``log(1 − e^{−a})`` for ``a > 0``, accurate at both ends."""
+    return math.log(-math.expm1(-a)) if a < 0.6931471805599453 else math.log1p(-math.exp(-a))
+
+
+@kernel
+def soft_logistic_flow(p0, q, c):
+    """The prediction after flow time ``c`` (``η·h·X``) of ``dp/dτ = −(σ(p) − q)``, the exact
+    importance-aware step of the logistic loss with a soft label ``q ∈ (0, 1)``.
+
+    With ``p* = logit(q)`` and ``v = p − p*`` the flow separates:
+    ``(q + 1/(e^v − 1)) dv = −q(1−q) dτ``, so ``K(a) = r·a + log(1 − e^{−a})`` of ``a = |v|``
+    (``r = q`` above ``p*``, ``1 − q`` below) falls by exactly ``q(1−q)·c``.  ``K`` increases and
+    is concave in ``a``, so Newton's method from below the root climbs to it monotonically; a
+    bracket keeps every step inside ``(0, a0]``.  The flow never crosses ``p*``.
+    """
+    if c <= 0.0:
+        return p0
+    star = math.log(q) - math.log1p(-q)
+    a0 = abs(p0 - star)
+    if a0 == 0.0:
+        return p0
+    r = q if p0 > star else 1.0 - q
+    drop = q * (1.0 - q) * c
+    goal = r * a0 + _log_one_minus_exp(a0) - drop
+    if goal < -700.0:
+        return star  # |p − p*| = e^{goal}: below any double's resolution of p*
+    lo, hi = 0.0, a0
+    # from below: the tangent of a concave function lies above it, so a Newton step from a
+    # point left of the root stays left of it; start at a point with K(a) <= goal
+    a = math.exp(goal) if goal < 0.0 else a0 - drop / (r + 1.0 / math.expm1(a0))
+    if not (0.0 < a < a0):
+        a = 0.5 * a0
+    for _ in range(100):
+        k = r * a + _log_one_minus_exp(a) - goal
+        if k > 0.0:
+            hi = a
+        else:
+            lo = a
+        slope = r + 1.0 / math.expm1(a)
+        step = k / slope
+        nxt = a - step
+        if not (lo < nxt < hi):
+            nxt = 0.5 * (lo + hi)
+        if abs(nxt - a) <= 1e-15 * a or hi - lo <= 1e-15 * hi:
+            a = nxt
+            break
+        a = nxt
+    return star + a if p0 > star else star - a
 
 
 @kernel(inline="always")
@@ -140,4 +209,6 @@ def plain_update(loss, p, y, scale, aux):
         return 2.0 * (y - p) * scale
     if loss == HINGE:
         return y * scale if y * p < 1.0 else 0.0
+    if y != 1.0 and y != -1.0:
+        return scale * (0.5 * (y + 1.0) - sigmoid(p))
     return y * scale * (aux / (1.0 + aux) if y * p > 0.0 else 1.0 / (1.0 + aux))
