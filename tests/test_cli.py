@@ -528,3 +528,22 @@ def test_binary_with_labels_that_are_not_plus_or_minus_one_as_vw(tmp_path):
     assert (tmp_path / "p").read_text().split() == ["-1", "1", "1", "1", "1", "1"]
     assert "average loss = 0.922080" in err
     assert f"{data}:4: label 2 is not -1 or 1 as --binary expects" in out
+
+
+@pytest.mark.parametrize("args,expected,loss", [
+    # VW 9.11.9 on these lines; its plain soft-label step is the exact blend of the ±1 ones,
+    # so without --invariant the predictions are VW's
+    (["--sgd"], "0 7.071068 -2.228169 0.821118 -2.952340 4.093046 5.119131 -1.158929",
+     "1.312896"),
+    (["--adaptive", "--normalized"],
+     "0 0.707107 -0.064341 0.282618 -0.513204 0.488744 1.307044 0.341566", "0.713699"),
+])
+def test_soft_logistic_labels_with_plain_updates_are_vw(tmp_path, args, expected, loss):
+    data = tmp_path / "s.vw"
+    data.write_text("1 |a x\n0 |a x y\n-1 |a y\n0.5 |a x\n0 |a y z\n1 |a z\n-0.25 |a x z\n"
+                    "0 |a x\n")
+    _, err, _ = run_workspace(["-d", str(data), "--loss_function", "logistic", "-p",
+                               str(tmp_path / "p"), *args])
+    ours = [float(v) for v in (tmp_path / "p").read_text().split()]
+    np.testing.assert_allclose(ours, [float(v) for v in expected.split()], atol=2e-6)
+    assert f"average loss = {loss}" in err
