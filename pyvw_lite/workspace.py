@@ -276,6 +276,7 @@ class Workspace:
         self.raw_scores = False  # class scores for -r (--oaa/--sft without --scores)
         self.requests = []
         self.skipped = 0
+        self.told_soft_zero = False  # the note on logistic label 0 is given once
         self.last_rows = np.zeros(0, np.int64)
 
     @staticmethod
@@ -438,6 +439,10 @@ class Workspace:
         soft = labelled & ~outside & (labels != 1.0) & (labels != -1.0)
         hard_only = self.dyadic is not None or self.active is not None
         o = self.options
+        if not self.told_soft_zero and o.logistic_min == -1.0 and np.any(soft & (raw == 0.0)):
+            self.told_soft_zero = True  # VW's classic trap, which VW passes over in silence
+            self._log("[info] a logistic label 0 is a soft label, probability 1/2 of class 1; "
+                      "for 0/1 labels give --logistic_min 0")
         for k in np.flatnonzero(outside | (soft & hard_only)):
             row = int(rows[k])
             where = f"{batch.source}:{batch.first_line + row}"

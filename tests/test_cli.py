@@ -484,7 +484,7 @@ def test_logistic_labels_between_min_and_max_are_soft_as_vw(tmp_path, rater_task
     out, err, _ = run_workspace(["-d", str(zero_one), "--loss_function", "logistic",
                                  "--logistic_min", "0", "--logistic_max", "1", "-f",
                                  str(tmp_path / "01.pvw")])
-    assert "warning" not in out
+    assert "warning" not in out and "soft label" not in out
     from pyvw_lite.workspace import Workspace
     a, b = (Workspace(["-i", str(tmp_path / name), "--quiet"]) for name in ("pm.pvw", "01.pvw"))
     np.testing.assert_array_equal(a.weights, b.weights)
@@ -496,6 +496,8 @@ def test_logistic_labels_between_min_and_max_are_soft_as_vw(tmp_path, rater_task
     assert predictions[3] > 0.5 and 0.0 < predictions[-1] < 0.05  # toward logit(1/2) = 0
     assert all(b <= a for a, b in zip(predictions[3:], predictions[4:]))  # never past it
     assert "warning" not in out
+    # VW's classic trap (0/1 data read as -1/1), said once
+    assert out.count("a logistic label 0 is a soft label") == 1 and "--logistic_min 0" in out
 
 
 @pytest.mark.parametrize("args,needle", [
