@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+import re
 import subprocess
 import sys
 
@@ -337,3 +338,16 @@ def test_answers_from_a_pipe(tmp_path, capsys, packed):
     feeder.join()
     assert code == 0, err
     assert from_pipe.read_bytes() == from_file.read_bytes()
+
+
+@pytest.mark.parametrize("mode", [[], ["--batch", "--worker_map", "hash"]])
+def test_workers_sharing_a_hashed_slot_are_counted(answers, capsys, mode):
+    """Workers hashed to one slot share one confusion matrix; the summary says how many."""
+    folder, _ = answers
+    code, err = run([str(folder / "answers.csv"), "--n_worker_bits", "3", *mode], capsys)
+    assert code == 0
+    shared = re.search(r"workers sharing a slot = (\d+) of 40 \(2\^3 slots; raise "
+                       r"--n_worker_bits\)", err)
+    assert shared and 32 <= int(shared.group(1)) <= 40  # 40 workers, 8 slots: all but <= 8
+    code, err = run([str(folder / "answers.csv"), *mode], capsys)
+    assert "sharing a slot" not in err  # 2^16 slots: none for 40 workers

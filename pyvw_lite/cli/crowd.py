@@ -249,6 +249,12 @@ def run(run: CrowdRun) -> int:
         summary += [f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
                     f"item counter t = {model.t}"]
     fit_seconds = time.perf_counter() - fit_started
+    if run.method == "em" and model.config.worker_map == "hash":
+        slots = model.worker_slots(data.worker_names)
+        shared = int((np.bincount(slots)[slots] > 1).sum())
+        if shared:  # their confusion matrices are one: say so, with the way out
+            summary.append(f"workers sharing a slot = {shared} of {len(slots)} (2^"
+                           f"{model.config.n_worker_bits} slots; raise --n_worker_bits)")
     labels = q.argmax(axis=1)
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)
