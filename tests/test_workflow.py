@@ -277,6 +277,9 @@ def test_evaluate_reads_score_predictions_as_their_argmax(flags, tmp_path):
     ("-1 1 1 -1", "0.2 0.7 0.9 0.6", None, 1, True),  # --link logistic: above 0.5 (was 2)
     ("-1 1 1 -1", "0.2 0.7 0.9 0.6", 0.0, 2, False),  # --threshold overrides
     ("0 1 1 0", "0.2 0.7 0.4 0.1", None, 1, False),  # 0/1 labels, real predictions
+    # 0/1 labels with scores beyond [0, 1]: 0.5 still, and a note names --threshold 0
+    ("0 1 1 0", "-2.5 0.3 3.1 -0.4", None, 1, True),
+    ("0 1 1 0", "-2.5 0.3 3.1 -0.4", 0.0, 0, False),
     ("0 1 2 0", "0 1 1 0", None, 1, False),  # 0-indexed classes (0 was read as -1)
     ("1 1 1 1", "1 2 3 1", None, 2, False),  # classes, though every label is 1 (was 0)
     ("cat dog dog", "cat cat dog", None, 1, False),  # --named_labels

@@ -221,6 +221,9 @@ def _as_classes(labels: list[str], predictions: list[str], threshold: float | No
                 or 0.0 in values else 0.0
             if threshold == 0.5 and -1.0 in values:
                 notes.append("predictions read as probabilities (all in [0, 1]): threshold 0.5")
+            elif threshold == 0.5 and not all(0.0 <= v <= 1.0 for v in p):
+                notes.append("labels 0/1: threshold 0.5, as for squared-loss scores; the "
+                             "logits of a logistic model (--logistic_min 0) want --threshold 0")
         negative = "0" if 0.0 in values else "-1"
         return (["1" if v > 0 else negative for v in y],
                 ["1" if v > threshold else negative for v in p], notes)
