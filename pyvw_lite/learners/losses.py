@@ -28,16 +28,8 @@ def softplus(z):
 
 @kernel
 def loss_value(loss, p, y):
-    """``l(p, y)`` of SPEC §0.3 (squared has no ½, as in VW)."""
-    if loss == SQUARED:
-        return (p - y) * (p - y)
-    if loss == LOGISTIC:
-        if y == 1.0 or y == -1.0:
-            return softplus(-y * p)
-        q = 0.5 * (y + 1.0)  # a soft label: the probability of the class +1
-        return q * softplus(-p) + (1.0 - q) * softplus(p)
-    margin = 1.0 - y * p
-    return margin if margin > 0.0 else 0.0
+    """``l(p, y)`` of SPEC §0.3 (squared has no ½, as in VW); see :func:`loss_terms`."""
+    return loss_terms(loss, p, y)[0]
 
 
 @kernel(inline="always")
