@@ -34,6 +34,9 @@ class Option:
     # it decides where the weights live (table size, hashing, classes, latent columns): a model
     # keeps its value even when it was the default, and -i refuses another one
     layout: bool = False
+    # VW's learning-rate options: stored in the model when given, and re-applied by -i unless
+    # the command line gives its own (one of the update flags replaces all four)
+    resume: bool = False
     metavar: str = ""
 
 
@@ -118,17 +121,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("logistic_max", FLOAT, 1.0, "logistic label read as class 1", "Learning", keep=True,
            metavar="Y"),
     Option("learning_rate", FLOAT, 0.5, "learning rate (10 for plain updates unless given)",
-           "Learning", short="l", metavar="ETA"),
-    Option("power_t", FLOAT, 0.5, "learning-rate decay exponent", "Learning", metavar="P"),
+           "Learning", short="l", resume=True, metavar="ETA"),
+    Option("power_t", FLOAT, 0.5, "learning-rate decay exponent", "Learning", resume=True,
+           metavar="P"),
     Option("initial_t", FLOAT, 0.0, "initial time of the learning-rate schedule", "Learning",
            metavar="T0"),
     Option("decay_learning_rate", FLOAT, 1.0, "multiply the learning rate by D after each pass",
            "Learning", metavar="D"),
     Option("sgd", FLAG, False, "plain SGD: no adaptive, normalized or invariant updates",
-           "Learning"),
-    Option("adaptive", FLAG, False, "per-feature adaptive (AdaGrad) rates", "Learning"),
-    Option("normalized", FLAG, False, "per-feature normalized updates", "Learning"),
-    Option("invariant", FLAG, False, "importance-invariant (exact) updates", "Learning"),
+           "Learning", resume=True),
+    Option("adaptive", FLAG, False, "per-feature adaptive (AdaGrad) rates", "Learning",
+           resume=True),
+    Option("normalized", FLAG, False, "per-feature normalized updates", "Learning", resume=True),
+    Option("invariant", FLAG, False, "importance-invariant (exact) updates", "Learning",
+           resume=True),
     Option("min_prediction", FLOAT, None, "smallest prediction to output", "Learning",
            metavar="V"),
     Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
@@ -202,6 +208,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 BY_NAME = {opt.name: opt for opt in OPTIONS}
+UPDATE_FLAGS = ("sgd", "adaptive", "normalized", "invariant")  # together they pick the update
 BY_SHORT = {opt.short: opt for opt in OPTIONS if opt.short}
 ALIASES = {"learning-rate": "learning_rate"}
 
@@ -288,11 +295,12 @@ class Options:
         return {opt.name: list(self._values[opt.name]) if opt.kind == LIST
                 else self._values[opt.name] for opt in OPTIONS if opt.layout}
 
-    def kept_argv(self) -> list[str]:
-        """The options that define a model, as argv (stored in model files)."""
+    def kept_argv(self, resume: bool = True) -> list[str]:
+        """The options that define a model, and with ``resume`` (a model that can go on
+        learning, as in VW) the learning-rate options given, as argv (stored in model files)."""
         argv: list[str] = []
         for opt in OPTIONS:
-            if not opt.keep or opt.name not in self.given:
+            if not (opt.keep or opt.resume and resume) or opt.name not in self.given:
                 continue
             value = self._values[opt.name]
             if opt.kind == FLAG:

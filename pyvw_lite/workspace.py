@@ -22,13 +22,15 @@ from ._version import __version__
 from .io.atomic import atomic_write
 from .io.hashing import CONSTANT_HASH
 from .io.model_io import ModelData, ModelError, load_model, save_model, text_header
-from .io.vw_text import (INITIAL, LABEL, MALFORMED, NLABEL, OK, STATUS, TAG_END, TAG_START,
-                         WEIGHT, ParsedBatch, describe_error, parse_buffer, split_lines)
+from .io.vw_text import (ERR_CODE, ERR_NEGATIVE_IMPORTANCE, INITIAL, LABEL, MALFORMED, NLABEL, OK,
+                         STATUS, TAG_END, TAG_START, WEIGHT, ParsedBatch, describe_error,
+                         parse_buffer, split_lines)
 from .jit import announce_compile
 from .learners import gd
 from .learners.dyadic import RK4, TAYLOR
 from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
-from .options import BY_NAME, FLAG, LIST, OptionError, Options, options_from, parse_argv
+from .options import (BY_NAME, FLAG, LIST, UPDATE_FLAGS, OptionError, Options, options_from,
+                      parse_argv)
 from .reductions import interactions as interactions_mod
 
 
@@ -117,15 +119,23 @@ class Workspace:
         """Options stored in a model are re-applied; a conflicting command-line value is an error.
 
         A model keeps the value of every layout option (``state["kept"]``), defaults included;
-        other kept options, and every option of older models, only when they were given."""
+        other kept options, and every option of older models, only when they were given.
+        The learning-rate options a model was trained with (VW's too: ``-l``, ``--power_t`` and
+        the update flags) are its defaults: the command line may change them."""
         stored = parse_argv(model.options)
         kept = dict(model.state.get("kept", {}))
         for name in stored.given:
             kept.setdefault(name, getattr(stored, name))
         merged = options.as_dict()
         given = set(options.given)
+        flags_given = any(name in given for name in UPDATE_FLAGS)
         for name, value in kept.items():
             opt = BY_NAME[name]
+            if opt.resume:
+                if name not in given and not (name in UPDATE_FLAGS and flags_given):
+                    merged[name] = value
+                    given.add(name)
+                continue
             if opt.kind == LIST:
                 value = tuple(value)
             current = getattr(options, name)
@@ -164,7 +174,7 @@ class Workspace:
         self.mask = (1 << self.bits) - 1
         self.loss_name = o.loss_function
         self.loss = LOSS_CODES[self.loss_name]
-        chosen = {name for name in ("sgd", "adaptive", "normalized", "invariant") if name in o.given}
+        chosen = {name for name in UPDATE_FLAGS if name in o.given}
         from .reductions import dyad
         self.dyadic = dyad.setup(o)
         if self.dyadic is not None:
@@ -407,6 +417,13 @@ class Workspace:
             self._log(f"[warning] {message}; example skipped")
         self.skipped += bad.size
         rows = np.flatnonzero(status == OK)
+        for row in rows[batch.ex_int[rows, ERR_CODE] == ERR_NEGATIVE_IMPORTANCE]:
+            message = describe_error(batch, int(row))
+            if self.options.strict_parse:
+                raise ParseError(message)
+            self._log(f"[warning] {message}; predicted, not learned")
+            batch.ex_int[row, NLABEL] = 0
+            batch.ex_int[row, ERR_CODE] = 0  # reported once, also when the batch is cached
         if self.reduction is not None:
             return self._multiclass_rows(batch, rows, report=True)
         if self.loss == HINGE and rows.size:
@@ -725,7 +742,8 @@ class Workspace:
         if self.dyadic is not None:
             arrays["touched"] = np.packbits(self.touched)
         state["kept"] = self.options.kept_values()
-        return ModelData(options=self.options.kept_argv(), state=state, arrays=arrays)
+        return ModelData(options=self.options.kept_argv(resume=not predict_only), state=state,
+                         arrays=arrays)
 
     def save(self, path: str, predict_only: bool | None = None) -> None:
         """Write the model to ``path`` atomically."""
@@ -758,7 +776,8 @@ class Workspace:
     def _write_text_model(self, path: str, body: str, resume: list[str] | None) -> None:
         """VW's text header (checksum = CRC-32 of the body) followed by ``body``."""
         header = text_header(__version__, self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL],
-                             self.bits, self.options.kept_argv(), zlib.crc32(body.encode()), resume)
+                             self.bits, self.options.kept_argv(resume=resume is not None),
+                             zlib.crc32(body.encode()), resume)
         with atomic_write(path, binary=False) as handle:
             handle.write(header + body)
 

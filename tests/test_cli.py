@@ -126,6 +126,43 @@ def test_resumed_model_learns_as_if_never_stopped(rater_task_file, tmp_path):
     np.testing.assert_allclose(a.state, b.state, rtol=1e-12)
 
 
+@pytest.mark.parametrize("flags", [["-l", "2"], ["--sgd", "-l", "0.1"], ["--power_t", "0.3"],
+                                   ["--normalized", "--invariant"], ["--adaptive"]])
+def test_resumed_model_keeps_its_learning_rate_options(rater_task_file, tmp_path, flags):
+    # as VW's -i: the learning rate, its decay and the update flags come back with the model
+    lines = rater_task_file.read_text().splitlines()
+    first, second = tmp_path / "a.vw", tmp_path / "b.vw"
+    first.write_text("\n".join(lines[:1500]) + "\n")
+    second.write_text("\n".join(lines[1500:]) + "\n")
+    whole, half, resumed = tmp_path / "whole.pvw", tmp_path / "half.pvw", tmp_path / "res.pvw"
+    run_workspace(["-d", str(rater_task_file), *flags, "-f", str(whole)])
+    run_workspace(["-d", str(first), *flags, "-f", str(half)])
+    run_workspace(["-d", str(second), "-i", str(half), "-f", str(resumed)])
+    from pyvw_lite.workspace import Workspace
+    a = Workspace(f"-i {whole} --quiet")
+    b = Workspace(f"-i {resumed} --quiet")
+    assert (a.eta, a.adaptive, a.normalized, a.invariant) == (b.eta, b.adaptive, b.normalized,
+                                                              b.invariant)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-5, atol=1e-6)
+
+
+def test_command_line_learning_rate_options_override_the_model(rater_task_file, tmp_path):
+    from pyvw_lite.workspace import Workspace
+    model = tmp_path / "m.pvw"
+    run_workspace(["-d", str(rater_task_file), "--adaptive", "-l", "2", "-f", str(model)])
+    kept = Workspace(f"-i {model} --quiet")
+    assert (kept.eta, kept.adaptive, kept.normalized) == (2.0, True, False)
+    changed = Workspace(f"-i {model} --quiet -l 0.25 --sgd")
+    assert not (changed.adaptive or changed.normalized or changed.invariant)
+    assert changed.eta == pytest.approx(0.25)  # initial_t 1 for plain updates: 0.25 * 1^p
+    # a predict-only model keeps no learning state, and in VW no learning-rate options either
+    run_workspace(["-d", str(rater_task_file), "--sgd", "-l", "0.1", "--predict_only_model",
+                   "-f", str(model)])
+    fresh = Workspace(f"-i {model} --quiet")
+    assert (fresh.eta, fresh.adaptive, fresh.normalized, fresh.invariant) == (0.5, True, True,
+                                                                              True)
+
+
 def test_model_problems_are_clear_errors(rater_task_file, tmp_path, capsys):
     model = tmp_path / "m.pvw"
     run_workspace(["-d", str(rater_task_file), "-f", str(model)])
@@ -549,3 +586,21 @@ def test_soft_logistic_labels_with_plain_updates_are_vw(tmp_path, args, expected
     ours = [float(v) for v in (tmp_path / "p").read_text().split()]
     np.testing.assert_allclose(ours, [float(v) for v in expected.split()], atol=2e-6)
     assert f"average loss = {loss}" in err
+
+
+def test_a_negative_importance_weight_is_predicted_not_learned(tmp_path, capsys):
+    # VW 9.11.9 writes a prediction for such a line and learns nothing from it (the line after
+    # it, on the same features, gets the same prediction); we say so with the line, or stop
+    data = tmp_path / "w.vw"
+    data.write_text("1 |f a\n-1 -2 'neg |f a\n1 |f a\n1 -0.5 |f a\n")
+    preds = tmp_path / "p.txt"
+    out, err, code = run_workspace(["-d", str(data), "-p", str(preds)])
+    assert code == 0
+    lines = preds.read_text().splitlines()
+    assert len(lines) == 4 and lines[1].endswith(" neg")
+    assert lines[1].split()[0] == lines[2]  # line 2 taught nothing
+    assert f"{data}:2: importance weight '-2' must be a finite value >= 0" in out
+    assert "predicted, not learned" in out and f"{data}:4:" in out
+    assert "skipped examples" not in err
+    assert main(["-d", str(data), "--strict_parse", "--quiet"]) == 1
+    assert f"{data}:2: importance weight '-2'" in capsys.readouterr().err

@@ -58,7 +58,6 @@ def test_importance_and_initial():
     ("x |a b", vw_text.ERR_LABEL_NOT_NUMBER),
     ("1 2 3 4 |a b", vw_text.ERR_TOO_MANY_LABEL_TOKENS),
     ("1 tg |a b", vw_text.ERR_BAD_IMPORTANCE),        # VW would take "tg" as weight 0
-    ("1 -2 |a b", vw_text.ERR_NEGATIVE_IMPORTANCE),
     ("1 1 x |a b", vw_text.ERR_BAD_INITIAL),
     ("1 |:a b", vw_text.ERR_NAMESPACE_COLON),
     ("1 |a:zz b", vw_text.ERR_NAMESPACE_WEIGHT),
@@ -81,6 +80,18 @@ def test_malformed_lines_are_flagged_with_location(line, code):
     assert batch.ex_int[1, vw_text.ERR_CODE] == code
     message = describe_error(batch, 1)
     assert message.startswith("t.vw:2: ") and repr(line) in message
+
+
+@pytest.mark.parametrize("weight", ["-2", "-inf", "inf"])
+def test_an_unusable_importance_weight_keeps_the_example_with_a_note(weight):
+    # a number, but no weight to learn with: VW predicts such an example (it writes its -p
+    # line) and does not learn it; the parser keeps the features and notes the weight
+    batch = parse(f"1 |a ok\n1 {weight} 'tg |a b")
+    assert batch.ex_int[1, STATUS] == OK
+    assert batch.ex_int[1, vw_text.ERR_CODE] == vw_text.ERR_NEGATIVE_IMPORTANCE
+    assert batch.ex_int[1, vw_text.FEAT_END] - batch.ex_int[1, vw_text.FEAT_START] == 1  # a^b
+    assert tag(batch, 1) == "tg"
+    assert describe_error(batch, 1).startswith(f"t.vw:2: importance weight '{weight}' must be")
 
 
 def test_a_message_about_a_runaway_token_stays_short():

@@ -434,7 +434,12 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 if used != tok_e[1] - tok_s[1] or math.isnan(value):
                     _set_error(ex_int, i, ERR_BAD_IMPORTANCE, tok_s[1], tok_e[1])
                 elif value < 0.0 or math.isinf(value):
-                    _set_error(ex_int, i, ERR_NEGATIVE_IMPORTANCE, tok_s[1], tok_e[1])
+                    # a number, but no weight: the example stays (predicted, not learned, as
+                    # VW does with a negative one); the note is for the caller's warning
+                    ex_int[i, ERR_CODE] = ERR_NEGATIVE_IMPORTANCE
+                    ex_int[i, ERR_START] = tok_s[1]
+                    ex_int[i, ERR_END] = tok_e[1]
+                    value = 1.0
                 elif math.isinf(_to_float32(value)):
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[1], tok_e[1])
                 ex_float[i, WEIGHT] = _to_float32(value)
@@ -647,7 +652,8 @@ def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray, i
 
 
 def describe_error(batch: ParsedBatch, row: int) -> str:
-    """``file:line: what is wrong (line: "...")`` for a malformed row."""
+    """``file:line: what is wrong (line: "...")`` for a malformed row, or for a kept one
+    with a note (``ERR_CODE`` set, ``STATUS`` OK: an importance weight it cannot learn with)."""
     code = int(batch.ex_int[row, ERR_CODE])
     s, e = int(batch.ex_int[row, ERR_START]), int(batch.ex_int[row, ERR_END])
     text = bytes(batch.buf[s:e]).decode("utf-8", "replace")
