@@ -99,3 +99,18 @@ def test_learn_many_refuses_unequal_lengths_instead_of_dropping_the_tail():
     with pytest.raises(ValueError, match="3 examples, 3 labels and 1 weights"):
         model.learn_many(X, [1.0, 2.0, 3.0], weights=[1.0])
     assert not model.workspace.weights.any()  # nothing learned from the part that fitted
+
+
+def test_bool_labels_are_the_binary_classes():
+    import pytest
+    for options, negative in [("", -1), ("--loss_function logistic --logistic_min 0", 0)]:
+        as_bool, as_number = OnlineLearner(options), OnlineLearner(options)
+        for _ in range(5):
+            as_bool.learn_many([{"x": 1.0}, {"y": 1.0}], [True, np.bool_(False)])
+            as_number.learn_many([{"x": 1.0}, {"y": 1.0}], [1, negative])
+        np.testing.assert_array_equal(as_bool.workspace.weights, as_number.workspace.weights)
+        assert as_bool.predict_one({"x": 1.0}) > 0 > as_bool.predict_one({"y": 1.0})
+        # the probabilities are keyed by the labels the model was taught
+        assert set(as_bool.predict_proba_one({"x": 1.0})) == {1, negative}
+    with pytest.raises(ValueError, match="a bool label is for a binary model; this one has 3"):
+        OnlineLearner("--oaa 3").learn_one({"x": 1.0}, True)

@@ -4,6 +4,8 @@
 An example ``x`` is a dict of namespaces (``{"rater": {"r_1": 1.0}, "task": {"t_9": 1.0}}``),
 a flat dict of features (default namespace), or VW feature text (``"|rater r_1 |task t_9"``).
 A string value is a category: ``{"color": "red"}`` is the feature ``color=red`` with value 1.
+A binary label may be a bool (river's convention): ``True`` is 1, ``False`` is -1 (a logistic
+model's ``--logistic_min``, 0 with ``--logistic_min 0``).
 A malformed example raises :class:`pyvw_lite.workspace.ParseError` (a ``ValueError``) unless
 the learner is made with ``strict_parse=False``.
 
@@ -71,8 +73,28 @@ class OnlineLearner:
         self.workspace = Workspace(options, quiet=True, **keywords)
 
     def _line(self, x: Example, y: Any = None, weight: float = 1.0) -> str:
+        if isinstance(y, (bool, np.bool_)):
+            y = self._binary_label(bool(y))
         label = "" if y is None else f"{y} {float(weight)!r} "
         return label + features_text(x)
+
+    def _binary_label(self, positive: bool) -> float:
+        """A bool label (river's binary convention) as the binary label it stands for."""
+        ws = self.workspace
+        if ws.reduction is not None:
+            raise ValueError(f"label {positive!r}: a bool label is for a binary model; this one "
+                             f"has {ws.reduction.classes} classes")
+        return self._binary_labels[positive]
+
+    @property
+    def _binary_labels(self) -> tuple[float | int, float | int]:
+        """The negative and positive binary labels: -1 and 1, or a logistic model's
+        --logistic_min and --logistic_max (integers when integral, as users write them)."""
+        ws = self.workspace
+        if ws.loss_name != "logistic":
+            return -1, 1
+        return tuple(int(v) if float(v).is_integer() else v
+                     for v in (ws.options.logistic_min, ws.options.logistic_max))
 
     def learn_one(self, x: Example, y: Any, weight: float = 1.0) -> None:
         self.workspace.learn(self._line(x, y, weight))
@@ -114,7 +136,8 @@ class OnlineLearner:
         pred, scores = ws.predict_with_scores([self._line(x)])
         if ws.reduction is None:
             positive = float(logistic(np.array([scores[0]]))[0])
-            return {1: positive, -1: 1.0 - positive}
+            low, high = self._binary_labels
+            return {high: positive, low: 1.0 - positive}
         if scores.ndim != 2:
             raise ValueError("probabilities need --oaa or --sft")
         probabilities = logistic(scores[0])
