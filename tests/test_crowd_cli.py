@@ -263,7 +263,8 @@ def test_options_of_the_other_mode_are_flagged(answers, capsys):
     code, err = run([str(folder / "answers.csv"), "--batch", "--progressive"], capsys)
     assert code == 0 and "--progressive only affects online EM; batch EM ignores it" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
-    assert code == 1 and "--test_only are for online EM" in err
+    assert code == 1 and "--test_only with --batch: it is for online EM" in err
+    assert "--initial_model" not in err  # only the flag given is named
     code, err = run([str(folder / "answers.csv"), "--max_iters", "5"], capsys)
     assert code == 0 and "--max_iters and --tol only affect batch EM" in err
 

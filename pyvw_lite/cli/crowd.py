@@ -177,9 +177,12 @@ def run(run: CrowdRun) -> int:
             q, iterations = baselines.one_coin_dawid_skene(data)
             summary.append(f"method = one-coin Dawid-Skene ({iterations} iterations)")
     elif run.batch:
-        if run.initial_model or run.test_only:
-            raise ValueError("--initial_model and --test_only are for online EM; batch EM fits "
-                             "afresh")
+        online_only = [flag for flag, value in (("--initial_model", run.initial_model),
+                                                ("--test_only", run.test_only)) if value]
+        if online_only:
+            raise ValueError(f"{' and '.join(online_only)} with --batch: "
+                             f"{'they are' if len(online_only) > 1 else 'it is'} for online EM; "
+                             "batch EM fits afresh")
         ignored = [flag for flag, value, default in (
             ("--n_items", run.n_items, DEFAULTS["n_items"]), ("--passes", run.passes, 1),
             ("--eta", run.eta, DEFAULTS["eta"]), ("--rho", run.rho, DEFAULTS["rho"]),
