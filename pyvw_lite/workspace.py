@@ -320,9 +320,6 @@ class Workspace:
         width = 1
         while width < models:
             width *= 2
-        if width > 1 and self.interactions.width.size:
-            raise OptionError("--vw_layout does not reproduce VW's interaction hashes under "
-                              "--oaa/--ect; drop -q/--cubic/--interactions or --vw_layout")
         return width
 
     @staticmethod

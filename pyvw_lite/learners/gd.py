@@ -265,7 +265,7 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
         if interactions.shape[0] > 0:
             n = _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
                                      interactions, inter_width, leave_duplicates, slots, values,
-                                     origins, record_origin, n)
+                                     origins, record_origin, n, multiplier)
             if n < 0:
                 if e == 0:
                     return -1
@@ -276,8 +276,11 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
 
 @kernel
 def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, interactions,
-                         inter_width, leave_duplicates, slots, values, origins, record_origin, n):
-    """Append the crossed features of the example's compiled interaction tuples."""
+                         inter_width, leave_duplicates, slots, values, origins, record_origin, n,
+                         multiplier):
+    """Append the crossed features of the example's compiled interaction tuples.  Under VW's
+    multiclass layout the crossed hash, as a feature's, is scaled by ``multiplier`` (VW crosses
+    the scaled indices; a power-of-two scale commutes with FNV's product and the xor)."""
     s0 = ex_int[row, SEG_START]
     s1 = ex_int[row, SEG_END]
     capacity = slots.shape[0]
@@ -303,7 +306,7 @@ def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, 
                 hi = (feat_hash[i] & mask) * FNV_PRIME
                 for j in range(i if same_ab else b0, b1):
                     if n < capacity:
-                        slots[n] = (hi ^ (feat_hash[j] & mask)) & mask
+                        slots[n] = ((hi ^ (feat_hash[j] & mask)) * multiplier) & mask
                         values[n] = feat_value[i] * feat_value[j]
                         if record_origin:
                             origins[n, 0] = i
@@ -320,7 +323,7 @@ def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, 
                     vij = feat_value[i] * feat_value[j]
                     for k in range(j if same_bc else c0, c1):
                         if n < capacity:
-                            slots[n] = (hij ^ (feat_hash[k] & mask)) & mask
+                            slots[n] = ((hij ^ (feat_hash[k] & mask)) * multiplier) & mask
                             values[n] = vij * feat_value[k]
                             if record_origin:
                                 origins[n, 0] = i
