@@ -368,6 +368,12 @@ def test_convert_split_train_predict_evaluate(tmp_path, capsys):
     code, _, err = cli(["convert", str(tmp_path / "p.txt"), "--back", "--map",
                         str(tmp_path / "cf.json"), "-o", str(tmp_path / "back.csv")], capsys)
     assert code == 0, err
+    # a row per prediction, so a task's ratings repeat it: each row is scored (was refused as
+    # a task "with two labels")
+    code, out, err = cli(["evaluate", "--labels", str(tmp_path / "back.csv"), "--truth",
+                          str(folder / "truth.csv")], capsys)
+    assert code == 0 and f"examples = {n}" in out, err
+    assert f"{n} rows for " in out
     code, out, err = cli(["crowd", str(folder / "answers.csv"), "--batch", "--quiet", "-p",
                           str(tmp_path / "labels.csv")], capsys)
     assert code == 0, err

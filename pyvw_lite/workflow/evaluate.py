@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..io.crowd_input import CrowdInputError, read_gold
+from ..io.crowd_input import CrowdInputError, read_gold, read_table
 from ..io.source import read_whole
 
 Z_95 = 1.959963984540054
@@ -265,14 +265,24 @@ def evaluate_predictions(predictions: str, data: str,
 
 
 def evaluate_labels(labels: str, truth: str) -> Evaluation:
-    """A ``task,label`` file (crowd output) against a ``task,label`` truth file, over the tasks
-    both name (a task listed twice with two labels is an error); the others are counted."""
-    ours, known = read_gold(labels), read_gold(truth)
-    common = [task for task in known if task in ours]
+    """A ``task,label`` file against a ``task,label`` truth file, over the rows whose task the
+    truth names; the others are counted.  The labels may name a task several times: crowd
+    output has a row per task, ``convert --back`` a row per prediction (each rating of a task),
+    and every row is scored against its task's truth."""
+    table, _ = read_table(labels, ("task", "label"))
+    tasks = table["task"].values[table["task"].codes].tolist()
+    guesses = table["label"].values[table["label"].codes].tolist()
+    known = read_gold(truth)
+    common = [k for k, task in enumerate(tasks) if task in known]
     if not common:
         raise CrowdInputError(f"{truth}: no task in common with {labels}")
-    result = confusion_of([known[task][0] for task in common], [ours[task][0] for task in common])
+    result = confusion_of([known[tasks[k]][0] for k in common], [guesses[k] for k in common])
+    labelled = set(tasks)
+    scored = {tasks[k] for k in common}
     result.notes = [f"{what} = {count}" for what, count in (
-        ("labelled tasks without truth", len(ours) - len(common)),
-        ("truth tasks not labelled", len(known) - len(common))) if count]
+        ("labelled tasks without truth", len(labelled - scored)),
+        ("truth tasks not labelled", len(known) - len(scored))) if count]
+    if len(labelled) < len(tasks):
+        result.notes.append(f"{labels}: {len(tasks)} rows for {len(labelled)} tasks (each row "
+                            "scored against its task's truth)")
     return result
