@@ -241,17 +241,13 @@ class Workspace:
         self.latent = self.dyadic.rank if self.dyadic is not None else 0
         self.ode_step_caps = 0
         if self.model is not None:
-            self._restore(self.model)
+            self._restore(self.model, initial_t)
         else:
             self.weights = self._empty_table()
-            if self.adaptive and initial_t > 0:
-                self.weights[:, gd.G] = initial_t
+            self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
+            self._start_learning_state(initial_t)
             if not o.noconstant and o.constant:
                 self.weights[CONSTANT_HASH & self.mask, gd.W] = o.constant
-            self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
-            self.state[gd.T_SUM] = self.state[gd.T_SEEN] = initial_t
-            if self.normalized and initial_t > 0:  # VW starts sub-model 0's sums at initial_t
-                self.state[gd.NORM_BASE] = self.state[gd.NORM_BASE + 1] = initial_t
             if self.loss == LOGISTIC:
                 self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
         self.initial_t_shown = float(self.state[gd.T_SEEN]) if self.model is not None else initial_t
@@ -332,7 +328,18 @@ class Workspace:
             raise OptionError("--named_labels and --indexing need --oaa, --ect or --sft")
         return found[0] if found else None
 
-    def _restore(self, model: ModelData) -> None:
+    def _start_learning_state(self, initial_t: float) -> None:
+        """The learner's state before its first example, as VW starts it: ``t`` (and sub-model
+        0's normalizer sums) at ``initial_t``, every adaptive sum at ``initial_t``."""
+        if self.adaptive and initial_t > 0:
+            self.weights[:, gd.G] = initial_t
+        self.state[gd.T_SUM] = self.state[gd.T_SEEN] = initial_t
+        if self.normalized and initial_t > 0:  # VW starts sub-model 0's sums at initial_t
+            self.state[gd.NORM_BASE] = self.state[gd.NORM_BASE + 1] = initial_t
+
+    def _restore(self, model: ModelData, initial_t: float) -> None:
+        """Load ``model``; one saved without its learning state (--predict_only_model) goes on
+        learning from a fresh state, as in VW."""
         state = model.state
         if state.get("stride") != self.stride and self.training and not state.get("predict_only"):
             self._log(f"[info] {self.options.initial_regressor} was trained with other update "
@@ -362,6 +369,8 @@ class Workspace:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
         if self.state.shape[0] != gd.state_size(self.models):
             raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
+        if state.get("predict_only"):
+            self._start_learning_state(initial_t)
         if self.active is not None and "sampler" in state:
             self.active.resume(state["sampler"])
 

@@ -604,3 +604,26 @@ def test_a_negative_importance_weight_is_predicted_not_learned(tmp_path, capsys)
     assert "skipped examples" not in err
     assert main(["-d", str(data), "--strict_parse", "--quiet"]) == 1
     assert f"{data}:2: importance weight '-2'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", ["--sgd -l 0.1 --initial_t 5", "--adaptive --initial_t 3",
+                                   "--normalized --initial_t 2", "--loss_function logistic"])
+def test_a_predict_only_model_goes_on_learning_from_a_fresh_state(rater_task_file, tmp_path,
+                                                                  flags):
+    # as VW: t, the normalizer sums and the adaptive sums start over (at --initial_t) under the
+    # saved weights; they started at 0, which made VW's and our later predictions differ
+    from pyvw_lite.learners import gd
+    from pyvw_lite.workspace import Workspace
+    lines = rater_task_file.read_text().splitlines()
+    model = tmp_path / "m.pvw"
+    first = Workspace(f"{flags} --quiet --predict_only_model")
+    first.learn(lines[:1500])
+    first.save(str(model))
+    resumed = Workspace(f"-i {model} {flags} --quiet")
+    fresh = Workspace(f"{flags} --quiet")
+    fresh.weights[:, gd.W] = first.weights[:, gd.W]
+    fresh.state[gd.MIN_LABEL:gd.MAX_LABEL + 1] = first.state[gd.MIN_LABEL:gd.MAX_LABEL + 1]
+    np.testing.assert_array_equal(resumed.state, fresh.state)
+    resumed.learn(lines[1500:])
+    fresh.learn(lines[1500:])
+    np.testing.assert_array_equal(resumed.weights, fresh.weights)
