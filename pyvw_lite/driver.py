@@ -343,6 +343,8 @@ class Driver:
         o, ws = self.o, self.ws
         improved = self.progress.end_pass()
         last = pass_index + 1 >= o.passes
+        if o.save_per_pass:
+            ws.save(f"{o.final_regressor}.{pass_index + 1}")  # VW's names: 1-based passes
         if not self.progress.holdout_off:
             if improved:
                 self.no_win = 0

@@ -74,6 +74,8 @@ OPTIONS: tuple[Option, ...] = (
            "Input and output"),
     Option("save_resume", FLAG, False, "deprecated (models always resume); accepted for VW scripts",
            "Input and output"),
+    Option("save_per_pass", FLAG, False, "with -f FILE: also save the model after each pass, as "
+           "FILE.1, FILE.2, ...", "Input and output"),
     Option("audit", FLAG, False, "print every feature of every example with index and weight",
            "Input and output", short="a"),
     Option("quiet", FLAG, False, "print nothing but errors", "Input and output"),

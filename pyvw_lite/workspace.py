@@ -164,6 +164,9 @@ class Workspace:
             raise OptionError(f"options '--logistic_min {o.logistic_min:g} --logistic_max "
                               f"{o.logistic_max:g}': need finite values, the first below the "
                               "second")
+        if o.save_per_pass and not o.final_regressor:  # VW saves nothing then, silently
+            raise OptionError("--save_per_pass saves the -f model after each pass (FILE.1, "
+                              "FILE.2, ...): give -f FILE")
         if o.examples is not None and o.examples < 0:
             raise OptionError(f"option '--examples': {o.examples} must be at least 0")
         if o.min_prediction is not None and o.max_prediction is not None \

@@ -627,3 +627,23 @@ def test_a_predict_only_model_goes_on_learning_from_a_fresh_state(rater_task_fil
     resumed.learn(lines[1500:])
     fresh.learn(lines[1500:])
     np.testing.assert_array_equal(resumed.weights, fresh.weights)
+
+
+def test_save_per_pass_writes_each_pass_model_as_vw(rater_task_file, tmp_path, capsys):
+    from pyvw_lite.workspace import Workspace
+    model, one = tmp_path / "m.pvw", tmp_path / "one.pvw"
+    args = ["-d", str(rater_task_file), "-c", "--cache_file", str(tmp_path / "c"),
+            "--holdout_off", "--quiet"]
+    run_workspace([*args, "--passes", "3", "--save_per_pass", "-f", str(model)])
+    assert sorted(p.name for p in tmp_path.glob("m.pvw*")) == ["m.pvw", "m.pvw.1", "m.pvw.2",
+                                                               "m.pvw.3"]
+    run_workspace([*args, "--passes", "1", "-f", str(one)])
+    for saved, same in ((f"{model}.1", one), (f"{model}.3", model)):
+        np.testing.assert_array_equal(Workspace(f"-i {saved} --quiet").weights,
+                                      Workspace(f"-i {same} --quiet").weights)
+    assert main(["-d", str(rater_task_file), "--save_per_pass", "--quiet"]) == 1
+    assert "--save_per_pass saves the -f model after each pass" in capsys.readouterr().err
+    sharded = tmp_path / "s.pvw"  # the shards' workspaces have no -f, the job has
+    assert main(["-d", str(rater_task_file), "--executor", "serial", "--passes", "2",
+                 "--save_per_pass", "-f", str(sharded), "--quiet"]) == 0
+    assert sorted(p.name for p in tmp_path.glob("s.pvw*")) == ["s.pvw", "s.pvw.1", "s.pvw.2"]

@@ -35,8 +35,9 @@ from ..options import OptionError, Options
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
-NOT_SHARDED = ("data", "final_regressor", "initial_regressor", "predictions", "raw_predictions",
-               "readable_model", "invert_hash", "cache", "cache_file", "executor")
+NOT_SHARDED = ("data", "final_regressor", "save_per_pass", "initial_regressor", "predictions",
+               "raw_predictions", "readable_model", "invert_hash", "cache", "cache_file",
+               "executor")
 RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown",
                  "confidence")
 
