@@ -71,7 +71,9 @@ class Driver:
             return path, False
         settings = cache_io.read_settings(path)
         if settings != self._cache_settings():
-            self.ws._log(f"[info] {path} was made from other data or options; rebuilding it")
+            why = ("by another pyvw-lite version" if (settings or {}).get("format")
+                   != cache_io.FORMAT else "from other data or options")
+            self.ws._log(f"[info] {path} was made {why}; rebuilding it")
             return path, False
         return path, True
 

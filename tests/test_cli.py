@@ -647,3 +647,19 @@ def test_save_per_pass_writes_each_pass_model_as_vw(rater_task_file, tmp_path, c
     assert main(["-d", str(rater_task_file), "--executor", "serial", "--passes", "2",
                  "--save_per_pass", "-f", str(sharded), "--quiet"]) == 0
     assert sorted(p.name for p in tmp_path.glob("s.pvw*")) == ["s.pvw", "s.pvw.1", "s.pvw.2"]
+
+
+def test_a_cache_of_another_format_is_rebuilt(tmp_path):
+    import json
+    from pyvw_lite.io import cache as cache_io
+    data, cache = tmp_path / "d.vw", tmp_path / "d.cache"
+    data.write_text("1 |f a\n-1 |f b\n")
+    run_workspace(["-d", str(data), "--cache_file", str(cache), "--quiet"])
+    raw = cache.read_bytes()
+    key = f'"format": {json.dumps(cache_io.FORMAT)}'.encode()
+    assert raw.count(key) == 1
+    old = raw.replace(key, b'"format": 2')  # as an older version wrote it
+    cache.write_bytes(old)
+    out, err, code = run_workspace(["-d", str(data), "--cache_file", str(cache)])
+    assert code == 0 and "was made by another pyvw-lite version; rebuilding it" in out
+    assert cache.read_bytes() == raw

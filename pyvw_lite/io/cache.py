@@ -36,7 +36,7 @@ from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_
                       ParsedBatch)
 
 MAGIC = b"PYVW-LITE CACHE\n"
-FORMAT = 2
+FORMAT = 3  # 3: an example with an unusable importance weight is kept, unlabelled
 _BLOCK = struct.Struct("<qqqq")
 FLAG_WEIGHT, FLAG_INITIAL, FLAG_VALUE, FLAG_TAG = 1, 2, 4, 8
 FLAG_LABEL_TEXT = 256  # label tokens kept for --named_labels
