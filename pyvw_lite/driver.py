@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from .io import cache as cache_io
-from .io.atomic import atomic_write, check_paths
+from .io.atomic import atomic_write, check_paths, same_stream
 from .io.progress import LiveBar, ProgressTable, use_live_bar
 from .io.source import LineChunks, is_regular_file
 from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
@@ -46,6 +46,8 @@ def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdou
 
 
 class Driver:
+    shared_stream = False  # -p and -r write to one descriptor: lines interleave as in VW
+
     def __init__(self, workspace: Workspace):
         self.ws = workspace
         self.o = workspace.options
@@ -179,7 +181,9 @@ class Driver:
             return (position > self.o.holdout_after).astype(np.uint8)
         return (position % self.o.holdout_period == 0).astype(np.uint8)
 
-    def _process_one_by_one(self, batch, rows, holdout):
+    def _process_one_by_one(self, batch, rows, holdout, writers):
+        """Example by example, for --audit and --invert_hash.  Under --audit each example's
+        -p/-r lines follow its audit block, as VW writes them (one stream with -p /dev/stdout)."""
         ws = self.ws
         if rows.size == 0:
             return ws._run_kernel(batch, rows, holdout, ws.training)
@@ -193,6 +197,11 @@ class Driver:
                 for name, slot, _ in ws.feature_names(batch, int(row)):
                     self.names.setdefault(slot, set()).add(name)
             result = ws._run_kernel(batch, one, holdout[k:k + 1], ws.training)
+            if self.o.audit and writers:
+                ws.stdout.flush()
+                self._write_outputs(batch, one, result[0], result[1], writers)
+                for handle, _ in writers:
+                    handle.flush()
             requests.extend(ws.requests)
             if outputs is None:
                 outputs = [np.empty((rows.size, *np.shape(value)[1:]), np.asarray(value).dtype)
@@ -328,6 +337,7 @@ class Driver:
         specs = [(path, which) for path, which in ((o.predictions, 0), (o.raw_predictions, 1))
                  if path]
         contexts = [atomic_write(path, binary=False) for path, _ in specs]
+        self.shared_stream = len(specs) == 2 and same_stream(o.predictions, o.raw_predictions)
         return contexts, [(context.__enter__(), which) for context, (_, which) in zip(contexts, specs)]
 
     @staticmethod
@@ -368,7 +378,7 @@ class Driver:
         ws.raw_scores = multiclass is not None and multiclass.name != "ect" and not scored \
             and any(which == 1 for _, which in writers)
         if self.o.audit or self.o.invert_hash:
-            pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout)
+            pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout, writers)
         else:
             pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
         shown = np.full(rows.size, None, dtype=object)
@@ -387,15 +397,28 @@ class Driver:
         self._account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
                       truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
                       confidence=confidence)
+        if not self.o.audit:  # --audit wrote each example's lines after its audit block
+            self._write_outputs(batch, rows, pred, raw, writers)
+
+    def _write_outputs(self, batch: ParsedBatch, rows: np.ndarray, pred, raw, writers) -> None:
+        """The -p (0) and -r (1) lines of ``rows``, whose results the last kernel call gave."""
+        ws = self.ws
+        multiclass = ws.reduction
+        scored = multiclass is not None and (self.o.scores or self.o.probabilities)
         requests = np.concatenate(ws.requests) if ws.requests else None
+        texts = []
         for handle, which in writers:
             if which == 1 and multiclass is not None:
-                if ws.raw_scores:
-                    handle.write(self._raw_score_lines(batch, rows, raw))
+                texts.append(self._raw_score_lines(batch, rows, raw) if ws.raw_scores else "")
                 continue
             values = raw if which == 1 or scored else pred
-            handle.write(self._prediction_lines(batch, rows, values,
+            texts.append(self._prediction_lines(batch, rows, values,
                                                 requests if which == 0 else None))
+        if self.shared_stream and all(texts):  # VW writes each example's -r line, then its -p
+            predicted, raw_lines = (text.splitlines(keepends=True) for text in texts)
+            texts = ["".join(r + p for r, p in zip(raw_lines, predicted, strict=True)), ""]
+        for (handle, _), text in zip(writers, texts):
+            handle.write(text)
 
     def _account(self, **examples) -> None:
         account_examples(self.progress, self.ws.reduction, **examples)

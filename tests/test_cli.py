@@ -663,3 +663,21 @@ def test_a_cache_of_another_format_is_rebuilt(tmp_path):
     out, err, code = run_workspace(["-d", str(data), "--cache_file", str(cache)])
     assert code == 0 and "was made by another pyvw-lite version; rebuilding it" in out
     assert cache.read_bytes() == raw
+
+
+def test_outputs_sharing_stdout_come_example_by_example_as_in_vw(tmp_path):
+    # VW writes each example's --audit block, then its -r line, then its -p line; we wrote the
+    # audit of a whole batch, then its -p lines, then its -r lines
+    data = tmp_path / "d.vw"
+    data.write_text("1 'a |f x y\n2 |f y\n3 'c |f z\n1 |f x\n")
+    audited = cli(["-d", str(data), "--audit", "-p", "/dev/stdout", "--quiet"])
+    lines = audited.stdout.decode().splitlines()
+    assert audited.returncode == 0 and len(lines) == 12
+    for k in range(0, 12, 3):  # the audit's prediction line, its features, the -p line
+        assert lines[k + 1].startswith("\t") and lines[k + 2] == lines[k]
+    both = cli(["-d", str(data), "--oaa", "3", "-p", "/dev/stdout", "-r", "-", "--quiet"])
+    lines = both.stdout.decode().splitlines()
+    assert both.returncode == 0 and len(lines) == 8
+    assert all(raw.startswith(" 1:") and predicted.split()[0] in "123"
+               for raw, predicted in zip(lines[0::2], lines[1::2]))
+    assert lines[0].endswith(" a") and lines[1] == "1 a"

@@ -39,6 +39,12 @@ def _inherited_descriptor(path: str) -> int | None:
     return None
 
 
+def same_stream(first: str, second: str) -> bool:
+    """Whether two output paths write to one open descriptor (``-p /dev/stdout -r -``)."""
+    descriptor = _inherited_descriptor(first)
+    return descriptor is not None and descriptor == _inherited_descriptor(second)
+
+
 def _identity(path: str):
     """What makes two paths one file: device and inode when it exists, else the resolved path."""
     try:
