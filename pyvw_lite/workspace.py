@@ -427,11 +427,7 @@ class Workspace:
         self.skipped += bad.size
         rows = np.flatnonzero(status == OK)
         for row in rows[batch.ex_int[rows, ERR_CODE] == ERR_NEGATIVE_IMPORTANCE]:
-            message = describe_error(batch, int(row))
-            if self.options.strict_parse:
-                raise ParseError(message)
-            self._log(f"[warning] {message}; predicted, not learned")
-            batch.ex_int[row, NLABEL] = 0
+            self._predict_only(batch, int(row), describe_error(batch, int(row)))
             batch.ex_int[row, ERR_CODE] = 0  # reported once, also when the batch is cached
         if self.reduction is not None:
             return self._multiclass_rows(batch, rows, report=True)
@@ -478,11 +474,15 @@ class Workspace:
             else:
                 text = (f"label {raw[k]:g} is a soft label, which "
                         f"{'--dyad' if self.dyadic is not None else '--active'} does not learn")
-            if o.strict_parse:
-                raise ParseError(f"{where}: {text} (line: {batch.line_text(row)!r})")
-            self._log(f"[warning] {where}: {text} (line: {batch.line_text(row)!r}); "
-                      "predicted, not learned")
-            batch.ex_int[row, NLABEL] = 0
+            self._predict_only(batch, row, f"{where}: {text} (line: {batch.line_text(row)!r})")
+
+    def _predict_only(self, batch: ParsedBatch, row: int, message: str) -> None:
+        """Keep an example whose label cannot be learned as an unlabelled one: predicted, not
+        learned, with a warning (``--strict_parse``: the message is fatal)."""
+        if self.options.strict_parse:
+            raise ParseError(message)
+        self._log(f"[warning] {message}; predicted, not learned")
+        batch.ex_int[row, NLABEL] = 0
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
