@@ -30,6 +30,7 @@ from .learners import gd
 from .learners.dyadic import RK4, TAYLOR
 from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
 from .options import (BY_NAME, FLAG, LIST, UPDATE_FLAGS, OptionError, Options, options_from,
+                      _convert as _convert_option,
                       parse_argv)
 from .reductions import interactions as interactions_mod
 
@@ -74,6 +75,99 @@ def _shown(opt, value) -> str:
     return f"with --{opt.name} {value!r}"
 
 
+def _model_option(opt) -> bool:
+    """Whether a model file may set this option: the ones that define a model (``keep``) and
+    VW's learning-rate options (``resume``).  Outputs, inputs, ``--executor`` and every other
+    run-time option come from the command line only (docs/security.md)."""
+    return opt.keep or opt.resume
+
+
+def _stored_options(path: str, argv) -> Options:
+    """The options a model's header stores, each one a model may set, or a ModelError."""
+    try:
+        stored = parse_argv(argv)
+    except OptionError as exc:
+        raise ModelError(f"{path}: malformed model header ({exc})") from None
+    for name in sorted(stored.given):
+        if not _model_option(BY_NAME[name]):
+            raise ModelError(f"{path}: the model's header sets --{name}, which a model may not "
+                             "set (a model keeps only the options that define it; give run "
+                             "options on the command line)")
+    return stored
+
+
+def _stored_kept(path: str, kept) -> dict:
+    """A model's layout values (``state["kept"]``), checked: layout options only, each of its
+    option's type, converted as the command line converts it."""
+    if not isinstance(kept, dict):
+        raise ModelError(f"{path}: malformed model header (kept options are not a table)")
+    checked = {}
+    for name, value in kept.items():
+        opt = BY_NAME.get(name)
+        if opt is None or not opt.layout:
+            raise ModelError(f"{path}: the model's header sets --{name}, which a model may not "
+                             "set")
+        if opt.kind == FLAG:
+            if not isinstance(value, bool):
+                raise ModelError(f"{path}: malformed model header (--{name} = {value!r:.40})")
+            checked[name] = value
+            continue
+        values = value if opt.kind == LIST else [value]
+        if not isinstance(values, list) \
+                or any(isinstance(v, (dict, list, bool)) for v in values):
+            raise ModelError(f"{path}: malformed model header (--{name} = {value!r:.40})")
+        if value is None and opt.default is None:
+            checked[name] = None
+            continue
+        try:
+            converted = [_convert_option(opt, str(v)) for v in values]
+        except OptionError as exc:
+            raise ModelError(f"{path}: malformed model header ({exc})") from None
+        checked[name] = converted if opt.kind == LIST else converted[0]
+    return checked
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_learner_model(path: str, model: ModelData) -> None:
+    """Every state field and array of a learner's model is of the kind a model writes."""
+    state, arrays = model.state, model.arrays
+    integers = ("stride", "class_stride", "latent_columns")
+    problems = [name for name in integers
+                if name in state and not (isinstance(state[name], int)
+                                          and not isinstance(state[name], bool)
+                                          and 0 <= state[name] <= 1 << 16)]
+    learner = state.get("learner")
+    if not isinstance(learner, list) or not all(_number(v) for v in learner):
+        problems.append("learner")
+    if not isinstance(state.get("stride"), int):
+        problems.append("stride")
+    for name in ("power_t",):
+        if name in state and not _number(state[name]):
+            problems.append(name)
+    if "predict_only" in state and not isinstance(state["predict_only"], bool):
+        problems.append("predict_only")
+    if "sampler" in state and not (isinstance(state["sampler"], list)
+                                   and all(_number(v) for v in state["sampler"])):
+        problems.append("sampler")
+    rows, values = arrays.get("rows"), arrays.get("values")
+    if rows is None or rows.ndim != 1 or rows.dtype.kind not in "iu":
+        problems.append("rows")
+    if values is None or values.ndim != 2 or values.dtype.kind != "f" \
+            or rows is not None and values.shape[0] != rows.shape[0] \
+            or values.shape[1] < 1 + int(state.get("latent_columns", 0) or 0):
+        problems.append("values")
+    if rows is not None and rows.size and rows.dtype.kind == "i" and rows.min() < 0:
+        problems.append("rows")
+    if "touched" in arrays and (arrays["touched"].ndim != 1 or arrays["touched"].dtype != np.uint8):
+        problems.append("touched")
+    if problems:
+        raise ModelError(f"{path}: malformed model ({', '.join(sorted(set(problems)))} not as a "
+                         "model writes them)")
+
+
 class Workspace:
     """A learner configured by VW options; see the module docstring."""
 
@@ -86,6 +180,7 @@ class Workspace:
             if self.model.state.get("kind") == "crowd":
                 raise ModelError(f"{options.initial_regressor}: a crowd model (from `pyvw-lite "
                                  "crowd`); continue it with `pyvw-lite crowd -i`")
+            _check_learner_model(options.initial_regressor, self.model)
             options = self._merge_model_options(options, self.model)
         self.options = options
         self.stdout = stdout if stdout is not None else sys.stdout
@@ -122,8 +217,9 @@ class Workspace:
         other kept options, and every option of older models, only when they were given.
         The learning-rate options a model was trained with (VW's too: ``-l``, ``--power_t`` and
         the update flags) are its defaults: the command line may change them."""
-        stored = parse_argv(model.options)
-        kept = dict(model.state.get("kept", {}))
+        path = options.initial_regressor
+        stored = _stored_options(path, model.options)
+        kept = _stored_kept(path, model.state.get("kept", {}))
         for name in stored.given:
             kept.setdefault(name, getattr(stored, name))
         merged = options.as_dict()
@@ -244,7 +340,12 @@ class Workspace:
         self.latent = self.dyadic.rank if self.dyadic is not None else 0
         self.ode_step_caps = 0
         if self.model is not None:
-            self._restore(self.model, initial_t)
+            try:
+                self._restore(self.model, initial_t)
+            except (ModelError, OptionError):
+                raise
+            except (ValueError, IndexError, TypeError, KeyError) as exc:  # shapes, sizes
+                raise ModelError(f"{o.initial_regressor}: malformed model ({exc})") from None
         else:
             self.weights = self._empty_table()
             self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
@@ -279,6 +380,9 @@ class Workspace:
         # models saved before the contiguous class layout keep the spread one they learned with
         self.params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if self.model is None else \
             self.model.state.get("class_stride", gd.LEGACY_CLASS_STRIDE)
+        if self.params[gd.P_CLASS_STRIDE] not in (gd.CLASS_STRIDE, gd.LEGACY_CLASS_STRIDE):
+            raise ModelError(f"{o.initial_regressor}: malformed model (class stride "
+                             f"{self.params[gd.P_CLASS_STRIDE]:g})")
         self.nan_predictions = 0
         self._scratch = None
         self._want_scores = False

@@ -483,6 +483,6 @@ def test_vw_layout_is_kept_in_the_model(tmp_path):
 def test_a_reduction_without_classes_is_refused(flag, classes):
     """``--oaa 0`` is an error, not a silent binary run."""
     from pyvw_lite.options import OptionError
-    message = f"option '{flag}': needs at least 1 class \\(got {classes}\\)"
+    message = f"option '{flag}': needs 1 to 65536 classes \\(got {classes}\\)"
     with pytest.raises(OptionError, match=message):
         Workspace([flag, classes, "--quiet"])

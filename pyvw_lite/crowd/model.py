@@ -11,7 +11,7 @@ EM sets them to the hypermean ``mu``; online EM leaves a never-written slot at `
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -177,12 +177,39 @@ class CrowdModel:
         data = load_model(path)
         if data.state.get("kind") != KIND:
             raise ModelError(f"{path}: not a crowd model (it was written by a VW-style learner)")
-        config = CrowdConfig(**data.state["config"])
-        model = cls(config, n_slots=data.arrays["alpha"].shape[0],
-                    worker_slot=dict((name, slot) for name, slot in data.state["workers"]))
-        model.alpha = data.arrays["alpha"]
-        model.mu = data.arrays["mu"]
-        model.stamp = data.arrays["stamp"]
-        model.theta = data.arrays["theta"]
-        model.t = int(data.state["t"])
+        try:
+            return cls._from_data(data)
+        except ModelError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise ModelError(f"{path}: malformed crowd model ({exc})") from None
+
+    @classmethod
+    def _from_data(cls, data) -> "CrowdModel":
+        """The model a checked file holds; a field of the wrong kind or size raises."""
+        state, arrays = data.state, data.arrays
+        config = state["config"]
+        known = {f.name for f in fields(CrowdConfig)}
+        if not isinstance(config, dict) or not set(config) <= known:
+            raise ValueError("unknown configuration fields")
+        config = CrowdConfig(**config)
+        workers = state["workers"]
+        if not all(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                   and isinstance(pair[1], int) for pair in workers):
+            raise ValueError("worker table")
+        alpha = arrays["alpha"]
+        K = config.n_labels
+        if alpha.ndim != 3 or alpha.shape[1:] != (K, K) or arrays["mu"].shape != (K, K) \
+                or arrays["stamp"].shape != alpha.shape[:1] or arrays["theta"].ndim != 1:
+            raise ValueError("array shapes disagree with the configuration")
+        if any(not 0 <= slot < alpha.shape[0] for _, slot in workers):
+            raise ValueError("worker slot out of range")
+        if not isinstance(state["t"], int) or isinstance(state["t"], bool):
+            raise ValueError("t")
+        model = cls(config, n_slots=alpha.shape[0], worker_slot=dict(workers))
+        model.alpha = alpha
+        model.mu = arrays["mu"]
+        model.stamp = arrays["stamp"]
+        model.theta = arrays["theta"]
+        model.t = state["t"]
         return model

@@ -30,6 +30,8 @@ from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_SEED, P_ETA,
 from ..learners.losses import HINGE, loss_terms
 from ..options import DYAD_SEED, OptionError, Options
 
+MAX_RANK = 1024  # each latent coordinate is a column of the 2^b-row weight table
+
 
 @kernel(inline="always")
 def latent_eta(params, t):
@@ -536,8 +538,8 @@ class Dyadic:
                     raise OptionError(f"option '--dyad': namespace {letter!r} is in two pairs")
                 letters.add(letter)
             pairs.append(list(raw))
-        if options.rank < 1:
-            raise OptionError(f"option '--rank': {options.rank} must be at least 1")
+        if not 1 <= options.rank <= MAX_RANK:
+            raise OptionError(f"option '--rank': {options.rank} must lie in 1..{MAX_RANK}")
         if not 0.0 <= options.dyad_noise < math.inf:
             raise OptionError(f"option '--dyad_noise': {options.dyad_noise:g} must be a finite "
                               "size, at least 0")

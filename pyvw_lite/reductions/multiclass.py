@@ -92,6 +92,9 @@ def requested(options: Options, *names: str) -> bool:
     return any(getattr(options, name) or name in options.given for name in names)
 
 
+MAX_CLASSES = 1 << 16  # every class is a sub-model: each holds a share of the 2^b weights
+
+
 class MulticlassReduction:
     name = ""
     # a label outside the classes: "none", learned as no class's example (every class's -1);
@@ -99,9 +102,9 @@ class MulticlassReduction:
     out_of_range = "predict"
 
     def __init__(self, options: Options, classes: int, flag: str = ""):
-        if classes < 1:
-            raise OptionError(f"option '--{flag or self.name}': needs at least 1 class "
-                              f"(got {classes})")
+        if not 1 <= classes <= MAX_CLASSES:
+            raise OptionError(f"option '--{flag or self.name}': needs 1 to {MAX_CLASSES} "
+                              f"classes (got {classes})")
         self.classes = classes
         self.names: list[str] | None = None
         if options.named_labels:

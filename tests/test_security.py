@@ -1,0 +1,217 @@
+"""Files from elsewhere are data, never commands (docs/security.md).
+
+Models, caches and configs someone else wrote may not run code, reach the network, write a file
+the command line did not name, or change a result without a word: every damaged file is refused
+with one clean line, every file a model or config may not set is refused by name.  The fuzz
+tests mutate real files (seeded) and check exactly that.
+"""
+import hashlib
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+from conftest import run_workspace
+from pyvw_lite.cli.main import main
+from pyvw_lite.io.model_io import MAGIC, ModelError, load_model
+
+LINES = "".join(f"{1 if i % 3 else -1} |a x{i % 7} y{i % 5} |b z{i % 4}\n" for i in range(60))
+FUZZ_SEED = 20261126
+
+
+@pytest.fixture
+def small_model(tmp_path):
+    """A -b 10 logistic model (with its data file and its predictions on that file)."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    model = tmp_path / "m.pvw"
+    _, _, code = run_workspace(["-d", str(data), "-b", "10", "--loss_function", "logistic",
+                                "-q", "ab", "-f", str(model), "--quiet"])
+    assert code == 0
+    return data, model, predictions(data, model)
+
+
+def predictions(data, model):
+    from pyvw_lite.workspace import Workspace
+    ws = Workspace(["-t", "-i", str(model), "--quiet"])
+    return ws.predict(data.read_text().splitlines())
+
+
+def split_model(raw: bytes):
+    (size,) = struct.unpack_from("<I", raw, len(MAGIC))
+    start = len(MAGIC) + 4
+    return json.loads(raw[start:start + size]), raw[start + size:-32]
+
+
+def signed_model(header, payload: bytes) -> bytes:
+    """A model file with a valid digest around any header: what a hostile author can write."""
+    text = json.dumps(header).encode()
+    body = MAGIC + struct.pack("<I", len(text)) + text + payload
+    return body + hashlib.sha256(body).digest()
+
+
+def files_under(root) -> set:
+    return {os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names}
+
+
+# ---------------------------------------------------------------------------------- models
+@pytest.mark.parametrize("option", [["--executor", "dask:tcp://127.0.0.1:9"],
+                                    ["--readable_model", "{victim}"], ["-f", "{victim}"],
+                                    ["-p", "{victim}"], ["--cache_file", "{victim}"],
+                                    ["--invert_hash", "{victim}"], ["{victim}"]])
+def test_a_model_header_may_not_set_run_options(small_model, tmp_path, option, capsys):
+    """Issue 25 item 1: a header carrying --executor made -t -i connect and unpickle; one
+    carrying an output path overwrote that file with exit 0."""
+    data, model, _ = small_model
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    header, payload = split_model(model.read_bytes())
+    header["options"] = header["options"] + [token.format(victim=victim) for token in option]
+    hostile = tmp_path / "hostile.pvw"
+    hostile.write_bytes(signed_model(header, payload))
+    assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "which a model may not set" in err and str(hostile) in err
+    assert "Traceback" not in err
+    assert victim.read_text() == "precious\n"
+
+
+def test_one_changed_header_byte_is_refused(small_model, capsys):
+    """Issue 25 item 1: bit_precision 10 -> 11 in the header changed every prediction, exit 0."""
+    data, model, _ = small_model
+    raw = model.read_bytes()
+    changed = raw.replace(b'"bit_precision": 10', b'"bit_precision": 11')
+    assert changed != raw
+    model.write_bytes(changed)
+    assert main(["-d", str(data), "-t", "-i", str(model), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "checksum mismatch" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda h: h.pop("arrays"), "header field 'arrays'"),
+    (lambda h: h.update(arrays=[{"name": "rows", "dtype": "|O", "shape": [1], "offset": 0,
+                                  "nbytes": 8}]), "array directory entry"),
+    (lambda h: h["state"].pop("learner"), "malformed model (learner"),
+    (lambda h: h["state"].update(kept={"bit_precision": "18; rm -rf"}), "not a valid integer"),
+    (lambda h: h["state"].update(kept={"data": "x"}), "sets --data"),
+    (lambda h: h["state"].update(class_stride=7), "class stride"),
+    (lambda h: h.update(options=["--rank"]), "malformed model header"),
+    (lambda h: h.update(format=99), "model format 99 is newer"),
+])
+def test_malformed_headers_are_one_line_errors(small_model, tmp_path, edit, needle, capsys):
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    edit(header)
+    model.write_bytes(signed_model(header, payload))
+    assert main(["-d", str(data), "-t", "-i", str(model), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_a_text_dump_is_named_as_one(small_model, tmp_path, capsys):
+    """Issue 29 item 6: -i on a --readable_model dump said 'export with --readable_model'."""
+    data, model, _ = small_model
+    text = tmp_path / "m.txt"
+    run_workspace(["-i", str(model), "-t", "-d", str(data), "--readable_model", str(text),
+                   "--quiet"])
+    assert main(["-d", str(data), "-i", str(text), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "a text dump" in err and "export with --readable_model" not in err
+
+
+def test_byte_fuzz_of_a_model_is_refused_or_changes_nothing(small_model):
+    """10,000 seeded mutations (flips, overwrites, cuts, insertions) anywhere in the file:
+    each is refused with a ModelError or loads to bit-identical predictions."""
+    data, model, expected = small_model
+    raw = model.read_bytes()
+    rng = np.random.default_rng(FUZZ_SEED)
+    loaded_same = 0
+    for trial in range(10_000):
+        mutated = bytearray(raw)
+        kind = trial % 4
+        at = int(rng.integers(len(raw)))
+        if kind == 0:
+            mutated[at] ^= 1 << int(rng.integers(8))
+        elif kind == 1:
+            mutated[at:at + 4] = rng.integers(256, size=4, dtype=np.uint8).tobytes()
+        elif kind == 2:
+            del mutated[at:]
+        else:
+            mutated[at:at] = rng.integers(256, size=int(rng.integers(1, 9)),
+                                          dtype=np.uint8).tobytes()
+        model.write_bytes(bytes(mutated))
+        try:
+            load_model(str(model))
+        except ModelError:
+            continue
+        np.testing.assert_array_equal(predictions(data, model), expected)
+        loaded_same += 1
+    assert loaded_same == 0  # the digest covers every byte: no mutation passes
+
+
+HOSTILE_VALUES = [None, True, -1, 0, 3, 2.5, "x", "--executor", [], {}, ["--executor", "x"],
+                  float("inf"), 1 << 40, "../../etc/passwd", [1, 2], {"a": 1}]
+HOSTILE_TOKENS = ["--executor", "dask:tcp://127.0.0.1:9", "-f", "--readable_model", "-p",
+                  "--cache_file", "--invert_hash", "--save_per_pass", "-b", "12", "--oaa", "3",
+                  "--dyad", "ab", "--rank", "2", "-l", "0.1", "--sgd", "--hash", "all", "-q",
+                  "ab", "-d", "{out}", "{out}", "--quiet", "--audit"]
+
+
+def _mutate_header(header, rng, out: str):
+    """One structural change of a header: a field deleted, replaced by a hostile value, or
+    options spliced with hostile tokens (paths pointing into ``out``)."""
+    header = json.loads(json.dumps(header))
+    target = header if rng.random() < 0.4 else header["state"]
+    if rng.random() < 0.3:
+        tokens = [HOSTILE_TOKENS[int(i)].format(out=out)
+                  for i in rng.integers(len(HOSTILE_TOKENS), size=int(rng.integers(1, 5)))]
+        header["options"] = header["options"] + tokens
+        return header
+    keys = sorted(target)
+    if not keys:
+        return header
+    key = keys[int(rng.integers(len(keys)))]
+    if rng.random() < 0.2:
+        del target[key]
+    elif key == "kept" and isinstance(target[key], dict) and target[key]:
+        names = sorted(target[key])
+        target[key][names[int(rng.integers(len(names)))]] = \
+            HOSTILE_VALUES[int(rng.integers(len(HOSTILE_VALUES)))]
+    else:
+        target[key] = HOSTILE_VALUES[int(rng.integers(len(HOSTILE_VALUES)))]
+    return header
+
+
+def test_signed_header_fuzz_raises_no_traceback_and_writes_nothing(small_model, tmp_path):
+    """10,000 structural header mutations, digest recomputed (what a hostile author can do):
+    each is refused with a one-line error or loads; none writes a file, none sets a run
+    option."""
+    from pyvw_lite.options import OptionError
+    from pyvw_lite.workspace import Workspace
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    out = tmp_path / "must-stay-empty"
+    out.mkdir()
+    before = files_under(tmp_path)
+    rng = np.random.default_rng(FUZZ_SEED + 1)
+    hostile = tmp_path / "hostile.pvw"
+    outcomes = {"refused": 0, "loaded": 0}
+    for _ in range(10_000):
+        hostile.write_bytes(signed_model(_mutate_header(header, rng, str(out / "x")), payload))
+        try:
+            ws = Workspace(["-t", "-i", str(hostile), "--quiet"])
+        except (ModelError, OptionError) as exc:
+            assert "\n" not in str(exc)
+            outcomes["refused"] += 1
+            continue
+        assert ws.options.executor is None and ws.options.data is None
+        assert not any([ws.options.final_regressor, ws.options.predictions,
+                        ws.options.readable_model, ws.options.cache_file,
+                        ws.options.invert_hash])
+        ws.predict(LINES.splitlines()[:5])
+        outcomes["loaded"] += 1
+    assert files_under(tmp_path) == before | {str(hostile)}
+    assert outcomes["refused"] > 5000 and outcomes["loaded"] > 250, outcomes
