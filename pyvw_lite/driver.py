@@ -62,22 +62,36 @@ class Driver:
         o = self.o
         return not o.holdout_off and (o.passes > 1 or "holdout_after" in o.given)
 
-    def _cache_plan(self) -> tuple[str | None, bool]:
-        """(cache path, whether to read it) following VW's -c / --cache_file / -k rules."""
+    def _cache_plan(self) -> tuple[str | None, "cache_io.CacheReader | None"]:
+        """(cache path, an open reader when the cache is current) following VW's -c /
+        --cache_file / -k rules.  With no data file (standard input) a current cache is read
+        whatever data made it, as VW does (``--cache_file c --passes 2`` alone)."""
         o = self.o
         path = self._cache_path()
         if o.passes > 1 and path is None:
             raise OptionError("need a cache file for multiple passes : try using --cache or "
                               "--cache_file <name>")
-        if path is None or o.kill_cache or not os.path.exists(path):
-            return path, False
-        settings = cache_io.read_settings(path)
-        if settings != self._cache_settings():
-            why = ("by another pyvw-lite version" if (settings or {}).get("format")
-                   != cache_io.FORMAT else "from other data or options")
-            self.ws._log(f"[info] {path} was made {why}; rebuilding it")
-            return path, False
-        return path, True
+        if path is None or not os.path.exists(path):
+            return path, None
+        cache_io.refuse_foreign(path)
+        if o.kill_cache:
+            return path, None
+        settings, reader = cache_io.open_cache(path)
+        wanted = self._cache_settings()
+        if settings is not None and o.data in (None, "-"):
+            settings = {**settings, "source": wanted["source"]}
+        if reader is None or settings != wanted:
+            if reader is not None:
+                reader.close()
+            if settings is None:
+                why = "is damaged or was made by another pyvw-lite version"
+            elif settings.get("format") != cache_io.FORMAT:
+                why = "was made by another pyvw-lite version"
+            else:
+                why = "was made from other data or options"
+            self.ws._log(f"[info] {path} {why}; rebuilding it")
+            return path, None
+        return path, reader
 
     def _cache_path(self) -> str | None:
         """``--cache_file``, or with ``-c`` the data file's name plus ``.cache``."""
@@ -262,7 +276,8 @@ class Driver:
         if self.no_input:
             o.data = os.devnull  # VW's --no_stdin: no data file, no examples
         self._check_paths()
-        cache_path, read_cache = self._cache_plan()
+        cache_path, cache_reader = self._cache_plan()
+        read_cache = cache_reader is not None
         text_source = None
         if not read_cache:
             text_source = LineChunks(o.data, damaged=self._damaged_input)
@@ -273,7 +288,7 @@ class Driver:
         announce_compile(parse_lines, *ws.learning_kernels())
         bar = None
         if use_live_bar(ws.quiet):
-            total = os.path.getsize(cache_path) if read_cache else text_source.total_bytes
+            total = cache_reader.total_bytes if read_cache else text_source.total_bytes
             bar = LiveBar("pass 1", total)
             self.progress.bar = bar
         contexts, writers = self._open_writers()
@@ -286,9 +301,8 @@ class Driver:
                 self.pass_position = 0
                 from_cache = read_cache or pass_index > 0
                 if from_cache:
-                    reader = cache_io.CacheReader(cache_path)
-                    batches = _prefetch(iter(reader))
-                    tracker = reader
+                    batches = _prefetch(iter(cache_reader))
+                    tracker = cache_reader
                 else:
                     if pass_index > 0:
                         text_source = LineChunks(o.data, damaged=self._damaged_input)
@@ -312,7 +326,7 @@ class Driver:
                     if bar is not None:
                         bar.update(tracker.bytes_read)
                 if cache_writer is not None:
-                    cache_writer.close()
+                    cache_reader = cache_writer.close()  # later passes read this very file
                     cache_writer = None
                 passes_used += 1
                 if self._end_pass(pass_index):
@@ -321,10 +335,14 @@ class Driver:
         except BaseException:
             if cache_writer is not None:
                 cache_writer.abort()
+            if cache_reader is not None:
+                cache_reader.close()
             self._close_writers(contexts, failed=True)
             if bar is not None:
                 bar.stop()
             raise
+        if cache_reader is not None:
+            cache_reader.close()
         self._close_writers(contexts, failed=False)
         if bar is not None:
             bar.stop()

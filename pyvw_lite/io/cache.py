@@ -5,9 +5,22 @@ later runs) skip tokenising and hashing entirely.  Hashes are stored unmasked, s
 serves every ``-b``; the header records what the hashes depend on (seed, ``--hash`` mode) and
 the source file's size and time, and a cache that does not match is rebuilt.
 
-Block layout (little-endian), columns that hold only their default are left out::
+A cache is checked, never trusted: the header and every block carry a CRC-32, a footer counts
+the blocks and examples, and every count is checked against the bytes it describes, so a
+damaged or cut cache is a :class:`CacheError` naming the file (rebuild it with ``-k``), never
+wrong examples.  A run opens its cache once and reads every pass through that one handle: a
+cache another run replaces by name meanwhile is not read (issue 25).  A file that is not a
+pyvw-lite cache is never overwritten.
 
-    header   int64 × 4: rows, segments, features, flags
+File layout (little-endian)::
+
+    b"PYVW-LITE CACHE\n", uint32 n, JSON header (n bytes), uint32 CRC-32 of the JSON
+    block*    int64 × 5: rows, segments, features, flags, body bytes; body; uint32 CRC-32 of
+              the 40 head bytes and the body
+    footer    int64 × 5: -1, examples, blocks, 0, 0; uint32 CRC-32 of those 40 bytes
+
+A block's body, columns that hold only their default left out::
+
     label    float32[rows]          label value (0 when unlabelled)
     nlabel   uint8[rows]            number of label tokens (0 = unlabelled)
     weight   float32[rows]          if FLAG_WEIGHT (some importance ≠ 1)
@@ -22,26 +35,36 @@ Block layout (little-endian), columns that hold only their default are left out:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
+import tempfile
+import zlib
 from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from .atomic import atomic_write
 from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_END, LAB_START,
                       NLABEL, OK, SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART,
                       SEG_NAME_END, SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
                       ParsedBatch)
 
 MAGIC = b"PYVW-LITE CACHE\n"
-FORMAT = 3  # 3: an example with an unusable importance weight is kept, unlabelled
-_BLOCK = struct.Struct("<qqqq")
+FORMAT = 4  # 4: CRC-32 on the header and every block, a footer; 3: unusable weights kept
+_BLOCK = struct.Struct("<qqqqq")
+_CRC = struct.Struct("<I")
 FLAG_WEIGHT, FLAG_INITIAL, FLAG_VALUE, FLAG_TAG = 1, 2, 4, 8
 FLAG_LABEL_TEXT = 256  # label tokens kept for --named_labels
+_KNOWN_FLAGS = FLAG_WEIGHT | FLAG_INITIAL | FLAG_VALUE | FLAG_TAG | FLAG_LABEL_TEXT | (0xF << 4)
 _COUNT_DTYPES = ("<u1", "<u2", "<u4")
 FLAG_COUNT_SHIFT = 4  # bits 4-5: nseg dtype, bits 6-7: nfeat dtype
+_MAX_HEADER = 1 << 20
+
+
+class CacheError(ValueError):
+    """A cache that cannot be read (damaged, cut short) or a file that is not a cache; the
+    message names the file and the way out."""
 
 
 def _count_dtype(counts: np.ndarray) -> int:
@@ -65,13 +88,30 @@ def source_signature(path: str | None) -> dict:
 
 
 class CacheWriter:
-    """Writes parsed batches (their examples) to a cache file, atomically on close."""
+    """Writes parsed batches (their examples) to a cache file, atomically on close.
+
+    The file is written under a temporary name beside the target and renamed when complete;
+    :meth:`close` returns a :class:`CacheReader` on the very file written, so the later passes
+    read this run's examples even if another run replaces the cache by name meanwhile."""
 
     def __init__(self, path: str, settings: dict):
-        self._context = atomic_write(path)
-        self._handle: BinaryIO = self._context.__enter__()
+        refuse_foreign(path)
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            fd, self._temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".",
+                                                   dir=directory)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
+        self._handle: BinaryIO = os.fdopen(fd, "w+b")
         header = json.dumps({"format": FORMAT, **settings}, sort_keys=True).encode("utf-8")
-        self._handle.write(MAGIC + struct.pack("<I", len(header)) + header)
+        self._handle.write(MAGIC + struct.pack("<I", len(header)) + header
+                           + _CRC.pack(zlib.crc32(header)))
+        self._examples = self._blocks = 0
+
+    def _write_block(self, head: tuple, body: bytes) -> None:
+        packed = _BLOCK.pack(*head, len(body))
+        self._handle.write(packed + body + _CRC.pack(zlib.crc32(body, zlib.crc32(packed))))
 
     def write(self, batch: ParsedBatch, rows: np.ndarray, keep_label_text: bool = False) -> None:
         """Cache the example ``rows`` of a batch, in order."""
@@ -93,8 +133,7 @@ class CacheWriter:
                  | (FLAG_LABEL_TEXT if keep_label_text else 0))
         seg_code, feat_code = _count_dtype(nseg), _count_dtype(nfeat)
         flags |= (seg_code << FLAG_COUNT_SHIFT) | (feat_code << (FLAG_COUNT_SHIFT + 2))
-        out = [_BLOCK.pack(rows.size, seg.shape[0], feat_index.size, flags),
-               batch.ex_float[rows, LABEL].astype("<f4").tobytes(),
+        out = [batch.ex_float[rows, LABEL].astype("<f4").tobytes(),
                ex[:, NLABEL].astype("<u1").tobytes()]
         if flags & FLAG_WEIGHT:
             out.append(weight.astype("<f4").tobytes())
@@ -110,16 +149,39 @@ class CacheWriter:
             out.append(_span_bytes(batch.buf, ex[:, TAG_START], ex[:, TAG_END]))
         if flags & FLAG_LABEL_TEXT:
             out.append(_span_bytes(batch.buf, ex[:, LAB_START], ex[:, LAB_END]))
-        self._handle.write(b"".join(out))
+        self._write_block((rows.size, seg.shape[0], feat_index.size, flags), b"".join(out))
+        self._examples += rows.size
+        self._blocks += 1
 
-    def close(self) -> None:
-        self._context.__exit__(None, None, None)
+    def close(self) -> "CacheReader":
+        """Finish the file, put it in place, and return a reader on it (the same open file)."""
+        packed = _BLOCK.pack(-1, self._examples, self._blocks, 0, 0)
+        self._handle.write(packed + _CRC.pack(zlib.crc32(packed)))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        os.replace(self._temporary, self.path)
+        return CacheReader(self.path, handle=self._handle)
 
     def abort(self) -> None:
-        try:
-            self._context.__exit__(RuntimeError, RuntimeError("aborted"), None)
-        except RuntimeError:
-            pass
+        self._handle.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._temporary)
+
+
+def refuse_foreign(path: str) -> None:
+    """A cache may replace a pyvw-lite cache (of any version, even a damaged one) or an empty
+    file, never anything else: a data file or a model named by mistake is kept (VW refuses the
+    same)."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(len(MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # not readable: writing it fails with its own message
+    if start and start != MAGIC:
+        raise CacheError(f"--cache_file {path} exists and is not a pyvw-lite cache; it is not "
+                         "overwritten (remove it or name another cache file)")
 
 
 def _span_bytes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
@@ -138,42 +200,104 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()))
 
 
-def read_settings(path: str) -> dict | None:
-    """The cache header, or None if the file is not a (readable) pyvw-lite cache."""
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(len(MAGIC)) != MAGIC:
-                return None
-            (size,) = struct.unpack("<I", handle.read(4))
-            return json.loads(handle.read(size).decode("utf-8"))
-    except (OSError, struct.error, ValueError):
+def _read_header(path: str, handle: BinaryIO) -> dict | None:
+    """The header of an open cache, or None when it is no (intact) pyvw-lite cache header."""
+    if handle.read(len(MAGIC)) != MAGIC:
         return None
+    size_bytes = handle.read(4)
+    if len(size_bytes) != 4:
+        return None
+    (size,) = struct.unpack("<I", size_bytes)
+    if size > _MAX_HEADER:
+        return None
+    text = handle.read(size)
+    crc = handle.read(_CRC.size)
+    if len(text) != size or len(crc) != _CRC.size or _CRC.unpack(crc)[0] != zlib.crc32(text):
+        return None
+    try:
+        settings = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
+def open_cache(path: str) -> tuple[dict | None, "CacheReader | None"]:
+    """The settings of the cache at ``path`` and a reader holding it open (both None when it is
+    not a readable cache of this format: it is then rebuilt, or refused if it is no cache)."""
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return None, None
+    settings = _read_header(path, handle)
+    if settings is None or settings.get("format") != FORMAT:
+        handle.close()
+        return settings, None
+    return settings, CacheReader(path, handle=handle)
 
 
 class CacheReader:
-    """Iterate the cached batches of a cache file."""
+    """Iterate the cached batches of a cache file, pass after pass, through one open handle."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, handle: BinaryIO | None = None):
         self.path = path
-        self.total_bytes = os.path.getsize(path)
+        self._handle = handle if handle is not None else open(path, "rb")
+        self._handle.seek(0)
+        if _read_header(path, self._handle) is None:
+            raise CacheError(f"{path}: damaged cache header; rebuild it with -k")
+        self._data_start = self._handle.tell()
+        self.total_bytes = os.fstat(self._handle.fileno()).st_size
         self.bytes_read = 0
 
-    def __iter__(self) -> Iterator[ParsedBatch]:
-        with open(self.path, "rb") as handle:
-            handle.read(len(MAGIC))
-            (size,) = struct.unpack("<I", handle.read(4))
-            handle.read(size)
-            while True:
-                head = handle.read(_BLOCK.size)
-                if not head:
-                    break
-                if len(head) != _BLOCK.size:
-                    raise ValueError(f"{self.path}: truncated cache file; rebuild it with -k")
-                yield self._block(handle, *_BLOCK.unpack(head))
-                self.bytes_read = handle.tell()
+    def close(self) -> None:
+        self._handle.close()
 
-    def _block(self, handle: BinaryIO, n: int, n_seg: int, n_feat: int, flags: int) -> ParsedBatch:
-        read = lambda dtype, count: _read(handle, dtype, count, self.path)  # noqa: E731
+    def _damaged(self, what: str) -> CacheError:
+        return CacheError(f"{self.path}: damaged cache ({what}); rebuild it with -k")
+
+    def __iter__(self) -> Iterator[ParsedBatch]:
+        handle = self._handle
+        handle.seek(self._data_start)
+        examples = blocks = 0
+        while True:
+            head = handle.read(_BLOCK.size)
+            if len(head) != _BLOCK.size:
+                raise CacheError(f"{self.path}: truncated cache file (no footer); rebuild it "
+                                 "with -k")
+            n, n_seg, n_feat, flags, size = _BLOCK.unpack(head)
+            if n == -1:
+                crc = handle.read(_CRC.size)
+                if len(crc) != _CRC.size or _CRC.unpack(crc)[0] != zlib.crc32(head) \
+                        or (n_seg, n_feat) != (examples, blocks) or handle.read(1):
+                    raise self._damaged("footer")
+                return
+            if min(n, n_seg, n_feat, size) < 0 or flags & ~_KNOWN_FLAGS \
+                    or size > self.total_bytes - handle.tell() \
+                    or 5 * n + 2 * n_seg + 4 * n_feat > size:  # the smallest body they need
+                raise self._damaged(f"block {blocks + 1} header")
+            body = handle.read(size)
+            crc = handle.read(_CRC.size)
+            if len(body) != size or len(crc) != _CRC.size:
+                raise CacheError(f"{self.path}: truncated cache file; rebuild it with -k")
+            if _CRC.unpack(crc)[0] != zlib.crc32(body, zlib.crc32(head)):
+                raise self._damaged(f"checksum of block {blocks + 1}")
+            try:
+                batch = self._block(body, n, n_seg, n_feat, flags)
+            except (ValueError, IndexError, struct.error):
+                raise self._damaged(f"block {blocks + 1}") from None
+            examples += n
+            blocks += 1
+            self.bytes_read = handle.tell()
+            yield batch
+
+    def _block(self, body: bytes, n: int, n_seg: int, n_feat: int, flags: int) -> ParsedBatch:
+        at = 0
+
+        def read(dtype, count):
+            nonlocal at
+            array = np.frombuffer(body, dtype=dtype, count=count, offset=at)
+            at += array.nbytes
+            return array
+
         ex_float = np.zeros((n, 3), dtype=np.float64)
         ex_float[:, LABEL] = read("<f4", n)
         nlabel = read("<u1", n)
@@ -183,8 +307,11 @@ class CacheReader:
         nseg = read(_COUNT_DTYPES[(flags >> FLAG_COUNT_SHIFT) & 3], n).astype(np.int64)
         seg_byte = read("<u1", n_seg)
         nfeat = read(_COUNT_DTYPES[(flags >> (FLAG_COUNT_SHIFT + 2)) & 3], n_seg).astype(np.int64)
-        feat_hash = read("<u4", n_feat)
-        feat_value = read("<f4", n_feat) if flags & FLAG_VALUE else np.ones(n_feat, np.float32)
+        feat_hash = read("<u4", n_feat).copy()
+        feat_value = read("<f4", n_feat).copy() if flags & FLAG_VALUE \
+            else np.ones(n_feat, np.float32)
+        if int(nseg.sum()) != n_seg or int(nfeat.sum()) != n_feat:
+            raise ValueError("counts disagree")
         seg = np.empty((n_seg, SEG_COLUMNS), dtype=np.int32)
         seg[:, SEG_BYTE] = seg_byte
         seg[:, SEG_NAME_START] = -1
@@ -208,23 +335,21 @@ class CacheReader:
             ex_int[:, end_col] = -1
             if flags & flag:
                 lengths = read("<i4", n).astype(np.int64)
-                (blob_size,) = struct.unpack("<q", handle.read(8))
+                (blob_size,) = struct.unpack_from("<q", body, at)
+                at += 8
                 blob = read("u1", blob_size)
                 present = lengths >= 0
                 sizes = np.where(present, lengths, 0)
+                if int(sizes.sum()) != blob_size:
+                    raise ValueError("span sizes disagree")
                 ends = np.cumsum(sizes) + sum(piece.size for piece in pieces)
                 ex_int[:, start_col] = np.where(present, ends - sizes, -1)
                 ex_int[:, end_col] = np.where(present, ends, -1)
                 pieces.append(blob)
+        if at != len(body):
+            raise ValueError("block size disagrees")
         text = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
         zeros = np.zeros(n, np.int64)
         return ParsedBatch(buf=text, ex_int=ex_int, ex_float=ex_float, seg=seg,
                            feat_hash=feat_hash, feat_value=feat_value, feat_span=None,
                            first_line=0, source=self.path, line_starts=zeros, line_ends=zeros)
-
-
-def _read(handle: BinaryIO, dtype: str, count: int, path: str) -> np.ndarray:
-    array = np.fromfile(handle, dtype=dtype, count=count)
-    if array.size != count:
-        raise ValueError(f"{path}: truncated cache file; rebuild it with -k")
-    return array
