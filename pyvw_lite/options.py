@@ -210,6 +210,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 BY_NAME = {opt.name: opt for opt in OPTIONS}
+# the options that name a file or an executor: never read from a model or a config, never
+# passed on to a shard's workspace
+FILES_AND_EXECUTOR = ("data", "final_regressor", "save_per_pass", "initial_regressor",
+                      "predictions", "raw_predictions", "readable_model", "invert_hash", "cache",
+                      "cache_file", "executor")
 UPDATE_FLAGS = ("sgd", "adaptive", "normalized", "invariant")  # together they pick the update
 BY_SHORT = {opt.short: opt for opt in OPTIONS if opt.short}
 ALIASES = {"learning-rate": "learning_rate"}

@@ -346,3 +346,132 @@ def test_two_learners_on_one_cache_path_each_learn_their_own_data(tmp_path):
             assert process.wait() == 0, process.stderr.read()
             np.testing.assert_array_equal(
                 load_model(str(tmp_path / f"{name}.pvw")).arrays["values"], solo[name])
+
+
+# ---------------------------------------------------------------------------------- configs
+CONFIG = """[experiment]
+name = "small"
+answers = "answers.csv"
+test_fraction = 0.25
+seed = 1
+passes = 2
+common = "-b 12"
+
+[[models]]
+name = "best constant"
+constant = true
+
+[[models]]
+name = "linear"
+args = "--sft {K}"
+
+[[peer]]
+name = "VW"
+args = "--oaa {K}"
+"""
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (('common = "-b 12"', 'common = "--executor dask:tcp://127.0.0.1:9"'), "--executor may not"),
+    (('args = "--sft {K}"', 'args = "--sft {K} -p ../somefile"'), "--predictions may not"),
+    (('args = "--sft {K}"', 'args = "--sft {K} --readable_model /tmp/x"'), "--readable_model"),
+    (('args = "--sft {K}"', 'args = "--sft {K} other.vw"'), "a data file may not"),
+    (('args = "--sft {K}"', 'args = "--sft {K} -i m.pvw"'), "--initial_regressor may not"),
+    (('args = "--oaa {K}"', 'args = "--oaa {K} --daemon --port 26542"'), "VW's --daemon"),
+    (('args = "--oaa {K}"', 'args = "--oaa {K} -f /tmp/x"'), "VW's -f may not"),
+    (('args = "--oaa {K}"', 'args = "--oaa {K} --pid_file=/tmp/x"'), "VW's --pid_file"),
+    (('name = "small"', 'name = "../../dir"'), "must be a plain name"),
+    (('name = "small"', 'name = ".."'), "must be a plain name"),
+])
+def test_a_config_may_not_name_files_or_an_executor(tmp_path, edit, needle):
+    """Issue 25 item 2: `common = "--executor dask:..."` connected; `name = "../../dir"` wrote
+    outside the work directory; `-p ../somefile` in args overwrote any file."""
+    from pyvw_lite.workflow.experiment import ConfigError, load_config
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.replace(*edit))
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
+        load_config(str(config))
+
+
+def test_an_experiment_never_writes_over_its_data(tmp_path):
+    from pyvw_lite.workflow.experiment import ConfigError, run_experiment
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.vw").write_text("1 |a x\n2 |a y\n")
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.replace('answers = "answers.csv"', f'data = "{work / "train.vw"}"'))
+    with pytest.raises(ConfigError, match="would write over its input"):
+        run_experiment(str(config), str(work), with_peer=False, plot=False)
+    assert (work / "train.vw").read_text() == "1 |a x\n2 |a y\n"
+
+
+def _mutate_config(text: str, rng) -> str:
+    """A byte flip, a cut, a hostile token spliced into a string, or a key's value replaced."""
+    choice = rng.random()
+    if choice < 0.25:
+        raw = bytearray(text.encode())
+        raw[int(rng.integers(len(raw)))] ^= 1 << int(rng.integers(7))
+        return raw.decode("utf-8", "replace")
+    if choice < 0.4:
+        return text[:int(rng.integers(len(text)))]
+    lines = text.splitlines()
+    k = int(rng.integers(len(lines)))
+    token = HOSTILE_TOKENS[int(rng.integers(len(HOSTILE_TOKENS)))].format(out="../escape")
+    if choice < 0.75 and lines[k].endswith('"'):
+        lines[k] = lines[k][:-1] + " " + token + '"'
+    elif "=" in lines[k]:
+        key = lines[k].split("=", 1)[0]
+        lines[k] = key + "= " + json.dumps(HOSTILE_VALUES[int(rng.integers(len(HOSTILE_VALUES)))]
+                                          if rng.random() < 0.5 else token)
+    return "\n".join(lines) + "\n"
+
+
+def test_config_fuzz_is_refused_or_stays_in_its_work_directory(tmp_path, monkeypatch):
+    """10,000 seeded config mutations: each is refused with a ConfigError or is a config whose
+    every option is one a config may give; a sample of those that load is run, and writes
+    only into its work directory."""
+    from pyvw_lite.options import parse_argv
+    from pyvw_lite.workflow.experiment import (CONFIG_REFUSED, ConfigError, load_config,
+                                               run_experiment)
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    answers = "task,worker,label\n" + "".join(f"t{i % 40},w{i % 9},{(i * 7) % 3}\n"
+                                              for i in range(240))
+    (sandbox / "answers.csv").write_text(answers)
+    monkeypatch.chdir(sandbox)
+    config = sandbox / "c.toml"
+    rng = np.random.default_rng(FUZZ_SEED + 3)
+    loaded = []
+    for _ in range(10_000):
+        text = _mutate_config(CONFIG, rng)
+        config.write_text(text)
+        try:
+            parsed = load_config(str(config))
+        except ConfigError as exc:
+            assert str(config) in str(exc)
+            continue
+        setup = parsed["experiment"]
+        assert "/" not in setup.get("name", "") and setup.get("name") not in ("..", ".")
+        for model in parsed["models"]:
+            if "args" in model:
+                given = parse_argv((setup.get("common", "") + " " + model["args"].format(K=2))
+                                   .split()).given
+                assert not given & set(CONFIG_REFUSED), model
+        loaded.append(text)
+    assert 100 < len(loaded) < 9000
+    before = files_under(tmp_path)
+    ran = 0
+    for k, text in enumerate(loaded[:12]):
+        config.write_text(text)
+        work = sandbox / f"work{k}"
+        try:
+            run_experiment(str(config), str(work), with_peer=False, plot=False,
+                           out=open(os.devnull, "w"))
+            ran += 1
+        except (ConfigError, ValueError, RuntimeError):
+            pass  # a config that loads may still fail to run (say, a constant-only model)
+        written = files_under(tmp_path) - before
+        assert all(path.startswith(str(work) + os.sep) or path == str(config)
+                   for path in written), sorted(written)
+        before |= written
+    assert ran >= 6

@@ -31,13 +31,10 @@ from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
 from ..learners.gd import G, MAX_LABEL, MIN_LABEL, N, P_ETA, W
-from ..options import OptionError, Options
+from ..options import FILES_AND_EXECUTOR, OptionError, Options
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
-NOT_SHARDED = ("data", "final_regressor", "save_per_pass", "initial_regressor", "predictions",
-               "raw_predictions", "readable_model", "invert_hash", "cache", "cache_file",
-               "executor")
 RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown",
                  "confidence")
 
@@ -80,8 +77,8 @@ def line_shards(lines: list[str], n_shards: int) -> list[dict]:
 def shard_options(options: Options) -> Options:
     """The options of a shard's learner: the same learning, no files of its own."""
     values = options.as_dict()
-    given = set(options.given) - set(NOT_SHARDED)
-    for name in NOT_SHARDED:
+    given = set(options.given) - set(FILES_AND_EXECUTOR)
+    for name in FILES_AND_EXECUTOR:
         values[name] = False if name == "cache" else None
     return Options(values, given)
 

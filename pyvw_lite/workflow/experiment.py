@@ -44,7 +44,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..options import OptionError, parse_argv
+from ..io.atomic import check_paths
+from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import evaluate_predictions, paired_difference, wilson_interval
 from .peer import vw_available, vw_command
@@ -123,18 +124,67 @@ def _split_args(where: str, text: str) -> list[str]:
         raise ConfigError(f"{where}: cannot split {text!r} into options ({exc})") from None
 
 
+# A config is data (docs/security.md): the experiment names every file a run reads and writes,
+# inside its work directory, and the command line alone may choose an executor.  These options
+# are refused inside a config: ours that name a file or an executor, and VW's that name a file,
+# a port, a process or a log (for [[peer]] models).
+CONFIG_REFUSED = FILES_AND_EXECUTOR + ("kill_cache", "shards", "averaging")
+VW_REFUSED = frozenset(CONFIG_REFUSED) | {
+    "audit_regressor", "daemon", "port", "port_file", "pid_file", "num_children", "foreground",
+    "dictionary", "dictionary_path", "feature_mask", "input_feature_regularizer",
+    "output_feature_regularizer_binary", "output_feature_regularizer_text", "extra_metrics",
+    "dump_json_weights_experimental", "log_output", "driver_output", "span_server_port",
+    "save_resume", "no_daemon", "json", "dsjson", "flatbuffer", "csv"}
+VW_REFUSED_SHORT = frozenset("dfiprc")
+
+
+def _refuse_in_config(where: str, argv: list[str], ours: bool) -> None:
+    """The first option of ``argv`` that a config may not give, named, or nothing."""
+    if ours:
+        try:
+            options = parse_argv(argv)
+        except OptionError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        refused = sorted(name for name in options.given if name in CONFIG_REFUSED)
+        if refused:
+            what = "a data file" if refused[0] == "data" else f"--{refused[0]}"
+            raise ConfigError(f"{where}: {what} may not be given in a config (the experiment "
+                              "names every file in its work directory; an executor comes from "
+                              "the command line)")
+        return
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            if name in VW_REFUSED:
+                raise ConfigError(f"{where}: VW's --{name} may not be given in a config (it "
+                                  "names a file, a port or a process)")
+        elif token.startswith("-") and len(token) > 1 and not token[1].isdigit() \
+                and token[1] != "." and token[1] in VW_REFUSED_SHORT:
+            raise ConfigError(f"{where}: VW's -{token[1]} may not be given in a config (it "
+                              "names a file)")
+
+
 def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> None:
-    """``{K}`` is the only placeholder; our own models' options must parse."""
-    fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+    """``{K}`` is the only placeholder; our own models' options must parse, and no model may
+    name a file or an executor."""
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(text)
+                  if field is not None]
+    except ValueError as exc:  # an unmatched brace
+        raise ConfigError(f"{where}: args = {text!r}: {exc}") from None
     if any(field != "K" for field in fields):
         raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the number "
                           f"of labels), not {{{next(f for f in fields if f != 'K')}}}")
     argv = _split_args(where, text.format(K=2))
-    if ours:
-        try:
-            parse_argv(common + argv)
-        except OptionError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+    _refuse_in_config(where, (common if ours else []) + argv, ours)
+
+
+def _check_name(where: str, name: str) -> None:
+    """An experiment's name becomes a folder under experiments/: a plain name, no path."""
+    if not name or name in (".", "..") or any(c in name for c in "/\\\0") \
+            or name != name.strip() or name.startswith("-"):
+        raise ConfigError(f"{where}: name = {name!r} must be a plain name (no folders, no "
+                          "'..'): it names the folder experiments/NAME")
 
 
 def load_config(path: str) -> dict:
@@ -164,6 +214,9 @@ def load_config(path: str) -> dict:
         raise ConfigError(f"{path}: [experiment] passes = {experiment['passes']} must be at "
                           "least 1")
     common = _split_args(f"{path}: [experiment] common", experiment.get("common", ""))
+    _refuse_in_config(f"{path}: [experiment] common", common, ours=True)
+    if "name" in experiment:
+        _check_name(f"{path}: [experiment]", experiment["name"])
     names = set()
     for table in ("models", "peer"):
         models = config.get(table, [])
@@ -240,6 +293,15 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     os.makedirs(workdir, exist_ok=True)
     seed = int(setup.get("seed", 0))
     all_lines = os.path.join(workdir, "all.vw")
+    source = _resolve(config_path, setup.get("answers", setup.get("data")))
+    outputs = ["all.vw", "labels.json", "train.vw", "test.vw", "results.json", "results.png"]
+    outputs += [f"model{k}{end}" for k in range(len(config["models"]) + len(config.get("peer", [])))
+                for end in (".cache", ".vwcache", ".model", ".pred")]
+    try:  # the data may live anywhere; what the run writes stays in the work directory
+        check_paths([("answers" if "answers" in setup else "data", source)],
+                    [(name, os.path.join(workdir, name)) for name in outputs])
+    except ValueError as exc:
+        raise ConfigError(f"{config_path}: {exc}") from None
     if "answers" in setup:
         report = crowd_to_vw(_resolve(config_path, setup["answers"]), all_lines,
                              os.path.join(workdir, "labels.json"), shuffle_seed=seed)
