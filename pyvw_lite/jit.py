@@ -10,33 +10,73 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 
 
-def _choose_cache_dir() -> None:
-    """Point numba at a writable cache directory when the package directory is read-only."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    package_dir = os.path.dirname(os.path.abspath(__file__))
+def _private_dir(path: str, uid: int) -> bool:
+    """Whether ``path`` is a directory (not a link) that ``uid`` owns and nobody else may write
+    into: numba's index files are pickles, so a planted one would run code when loaded."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o022
+
+
+def _make_private(path: str, uid: int) -> bool:
+    """Create ``path`` (mode 0700) if missing; then whether it is private to ``uid``."""
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    return _private_dir(path, uid)
+
+
+def choose_cache_dir(package_dir: str, environ, uid: int, home: str, temp: str) -> str | None:
+    """Where numba should cache kernels: "" for beside the sources (a writable install), a
+    per-user directory when the install is read-only, None for no cache at all.
+
+    The per-user directory is ``$XDG_CACHE_HOME/pyvw_lite/numba`` or ``~/.cache/...``, else
+    ``$TMPDIR/pyvw_lite-UID/numba``; it is used only when this user owns it and no one else can
+    write into it (created 0700; a directory another user made first is never used)."""
+    if environ.get("NUMBA_CACHE_DIR"):
+        return environ["NUMBA_CACHE_DIR"]  # the user's own choice (the environment is trusted)
     pycache = os.path.join(package_dir, "__pycache__")
-    probe_dir = pycache if os.path.isdir(pycache) else package_dir
-    if os.access(probe_dir, os.W_OK):
-        return
-    for base in (os.environ.get("XDG_CACHE_HOME"), os.path.join(os.path.expanduser("~"), ".cache"),
-                 tempfile.gettempdir()):
-        if not base:
-            continue
-        candidate = os.path.join(base, "pyvw_lite", "numba")
-        try:
-            os.makedirs(candidate, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(candidate, os.W_OK):
-            os.environ["NUMBA_CACHE_DIR"] = candidate
-            return
+    if os.path.isdir(pycache):
+        if os.access(pycache, os.W_OK) and _private_dir(pycache, uid):
+            return ""
+    elif os.access(package_dir, os.W_OK) and _private_dir(package_dir, uid):
+        return ""
+    candidates = [os.path.join(base, "pyvw_lite", "numba")
+                  for base in (environ.get("XDG_CACHE_HOME"), os.path.join(home, ".cache"))
+                  if base and os.path.isabs(base)]
+    candidates.append(os.path.join(temp, f"pyvw_lite-{uid}", "numba"))
+    for candidate in candidates:
+        if _make_private(os.path.dirname(candidate), uid) and _make_private(candidate, uid):
+            return candidate
+    return None
 
 
+def _choose_cache_dir() -> None:
+    """Point numba at a private cache directory, or switch caching off (with a note)."""
+    global CACHE
+    choice = choose_cache_dir(os.path.dirname(os.path.abspath(__file__)), os.environ,
+                              os.getuid(), os.path.expanduser("~"), tempfile.gettempdir())
+    if choice is None:
+        CACHE = False
+        sys.stderr.write("pyvw-lite: note: no private directory for compiled kernels (the "
+                         "install is read-only and no per-user cache directory could be made): "
+                         "kernels are compiled on every run\n")
+    elif choice:
+        os.environ["NUMBA_CACHE_DIR"] = choice
+
+
+CACHE = True  # whether kernels are cached on disk (False: no private directory was found)
 _choose_cache_dir()
 
 import numba  # noqa: E402  (must follow the cache-directory choice)
@@ -150,6 +190,8 @@ def kernel(function=None, **options):
     1M-line bench file.  Elsewhere numba's default keeps a stray zero division loud."""
 
     def decorate(func):
+        if not CACHE:
+            return numba.njit(cache=False, nogil=True, **options)(func)
         try:
             return _load_lean(numba.njit(cache=True, nogil=True, **options)(func))
         except RuntimeError:  # "cannot cache function ...: no locator available"

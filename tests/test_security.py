@@ -475,3 +475,51 @@ def test_config_fuzz_is_refused_or_stays_in_its_work_directory(tmp_path, monkeyp
                    for path in written), sorted(written)
         before |= written
     assert ran >= 6
+
+
+# ---------------------------------------------------------------------------------- numba cache
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to make files of another uid")
+def test_kernels_are_cached_only_in_a_private_directory(tmp_path):
+    """Issue 25 item 3: with a read-only install, kernels were cached in a $TMPDIR directory
+    used if merely writable, whoever owned it; numba's index files are pickles, so another
+    local user could plant code there."""
+    from pyvw_lite.jit import choose_cache_dir
+    me, other = os.getuid(), 4343
+    install = tmp_path / "site" / "pyvw_lite"
+    (install / "__pycache__").mkdir(parents=True)
+    os.chown(install / "__pycache__", other, other)  # another user's install
+    home = tmp_path / "home"
+    home.mkdir()
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o777)
+    # another user made the temporary directory first, world-writable: never used
+    planted = temp / f"pyvw_lite-{me}" / "numba"
+    planted.mkdir(parents=True)
+    for folder in (planted, planted.parent):
+        os.chmod(folder, 0o777)
+        os.chown(folder, other, other)
+    nowhere = str(tmp_path / "a-file")
+    open(nowhere, "w").close()
+    assert choose_cache_dir(str(install), {}, me, nowhere, str(temp)) is None
+    # the per-user directory under ~/.cache is made 0700 and used
+    chosen = choose_cache_dir(str(install), {}, me, str(home), str(temp))
+    assert chosen == str(home / ".cache" / "pyvw_lite" / "numba")
+    assert (os.stat(chosen).st_mode & 0o777) == 0o700
+    # one that exists but is open to others is refused
+    os.chmod(chosen, 0o777)
+    assert choose_cache_dir(str(install), {"XDG_CACHE_HOME": nowhere}, me, str(home),
+                            str(temp)) is None
+    # a writable install of this user's own keeps its in-tree cache
+    os.chown(install / "__pycache__", me, me)
+    assert choose_cache_dir(str(install), {}, me, nowhere, str(temp)) == ""
+    # NUMBA_CACHE_DIR is the user's own choice
+    assert choose_cache_dir(str(install), {"NUMBA_CACHE_DIR": "/x"}, me, nowhere, "/t") == "/x"
+
+
+def test_without_a_private_directory_kernels_run_uncached_with_a_note(tmp_path):
+    import subprocess
+    import sys
+    code = ("import pyvw_lite.jit as j, sys; j.choose_cache_dir = lambda *a: None; "
+            "j._choose_cache_dir(); print(j.CACHE)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False" and "kernels are compiled on every run" in done.stderr
