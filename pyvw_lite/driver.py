@@ -118,11 +118,14 @@ class Driver:
         counts as an output: it is written whenever it is not current)."""
         o = self.o
         cache = o.cache_file if o.data in (None, "-") else self._cache_path()
-        check_paths([("-d", o.data)],
+        per_pass = [("--save_per_pass", f"{o.final_regressor}.{k + 1}")
+                    for k in range(o.passes)] if o.save_per_pass and o.final_regressor else []
+        check_paths([("-d", o.data), ("-i", o.initial_regressor)],
                     [("-f", o.final_regressor), ("-p", o.predictions),
                      ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
-                     ("--invert_hash", o.invert_hash), ("--cache_file", cache)],
-                    reusable=("--cache_file",))
+                     ("--invert_hash", o.invert_hash), ("--cache_file", cache)] + per_pass,
+                    reusable=("--cache_file",),
+                    may_replace=(("-f", "-i"), ("--save_per_pass", "-i")))
 
     def _cache_settings(self) -> dict:
         return {"format": cache_io.FORMAT, "examples": self.o.examples,

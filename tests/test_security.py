@@ -523,3 +523,31 @@ def test_without_a_private_directory_kernels_run_uncached_with_a_note(tmp_path):
             "j._choose_cache_dir(); print(j.CACHE)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False" and "kernels are compiled on every run" in done.stderr
+
+
+# ---------------------------------------------------------------------------------- outputs
+@pytest.mark.parametrize("flag", ["-p", "-r", "--readable_model", "--invert_hash",
+                                  "--cache_file"])
+def test_no_output_replaces_the_model_read_with_i(small_model, flag, capsys):
+    """Issue 25 item 5: only -f may name the -i model (VW's way to continue a model)."""
+    data, model, _ = small_model
+    before = model.read_bytes()
+    assert main(["-d", str(data), "-i", str(model), flag, str(model), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{flag} {model} is the -i file: the run would write over its input" in err
+    assert model.read_bytes() == before
+    assert main(["-d", str(data), "-i", str(model), "-f", str(model), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["-p", "--workers"])
+def test_crowd_outputs_never_replace_the_crowd_model(tmp_path, flag, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 9},w{i % 4},{i % 2}\n"
+                                                       for i in range(60)))
+    model = tmp_path / "crowd.pvw"
+    assert main(["crowd", str(answers), "-f", str(model), "--quiet"]) == 0
+    before = model.read_bytes()
+    assert main(["crowd", str(answers), "-i", str(model), flag, str(model), "--quiet"]) == 1
+    assert "is the -i file: the run would write over its input" in capsys.readouterr().err
+    assert model.read_bytes() == before
+    assert main(["crowd", str(answers), "-i", str(model), "-f", str(model), "--quiet"]) == 0

@@ -134,8 +134,10 @@ def run(run: CrowdRun) -> int:
     from ..crowd.online import run_online
     from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, settings_block,
                                 write_predictions, write_workers)
-    check_paths([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth)],
-                [("-p", run.predictions), ("--workers", run.workers), ("-f", run.final_model)])
+    check_paths([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth),
+                 ("-i", run.initial_model)],
+                [("-p", run.predictions), ("--workers", run.workers), ("-f", run.final_model)],
+                may_replace=(("-f", "-i"),))
     err = None if run.quiet else sys.stderr
     if run.method not in METHODS:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")

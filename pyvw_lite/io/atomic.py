@@ -65,15 +65,17 @@ def _refuse_unwritable(flag: str, path: str) -> None:
                          "writable)")
 
 
-def check_paths(inputs, outputs, reusable: tuple[str, ...] = ()) -> None:
+def check_paths(inputs, outputs, reusable: tuple[str, ...] = (),
+                may_replace: tuple[tuple[str, str], ...] = ()) -> None:
     """Refuse a run whose output cannot be written, or that would write over one of its inputs
     or write two outputs to one file.  An existing output whose flag is in ``reusable`` (a
     cache, read when current) is not checked for writability.
 
     ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  ``-`` and special
-    files (``/dev/stdout``, ``/dev/null``, pipes) may repeat.  A model read with ``-i`` and
-    saved with ``-f`` to the same file is not an input here: it is read whole before the run,
-    and the atomic write replaces it only at the end (VW's way of continuing a model)."""
+    files (``/dev/stdout``, ``/dev/null``, pipes) may repeat.  ``may_replace`` holds the
+    ``(output flag, input flag)`` pairs that may name one file: a model read with ``-i`` and
+    saved with ``-f`` is read whole before the run, and the atomic write replaces it only at
+    the end (VW's way of continuing a model).  Every other output over any input is refused."""
     seen: dict = {}
     for role, pairs in (("input", inputs), ("output", outputs)):
         for flag, path in pairs:
@@ -88,6 +90,8 @@ def check_paths(inputs, outputs, reusable: tuple[str, ...] = ()) -> None:
                 first_flag, first_role = seen[key]
                 if role == "input":
                     continue  # one file read twice
+                if first_role == "input" and (flag, first_flag) in may_replace:
+                    continue
                 if first_role == "input":
                     raise ValueError(f"{flag} {path} is the {first_flag} file: the run would "
                                      "write over its input")
