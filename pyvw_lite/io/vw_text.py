@@ -49,7 +49,8 @@ ERROR_MESSAGES = {
     ERR_TOO_MANY_LABEL_TOKENS: "too many tokens for a simple label: {text!r} "
                                "(expected 'label [importance [initial]] [tag]')",
     ERR_BAD_IMPORTANCE: "importance weight {text!r} is not a number",
-    ERR_NEGATIVE_IMPORTANCE: "importance weight {text!r} must be a finite value >= 0",
+    ERR_NEGATIVE_IMPORTANCE: "importance weight {text!r} must be a finite value >= 0 (within "
+                             "float32)",
     ERR_BAD_INITIAL: "initial (base) value {text!r} is not a number",
     ERR_NAMESPACE_COLON: "namespace expected after '|', found {text!r}",
     ERR_NAMESPACE_WEIGHT: "namespace weight in {text!r} is not a finite number",
@@ -433,15 +434,14 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[1], tok_e[1])
                 if used != tok_e[1] - tok_s[1] or math.isnan(value):
                     _set_error(ex_int, i, ERR_BAD_IMPORTANCE, tok_s[1], tok_e[1])
-                elif value < 0.0 or math.isinf(value):
-                    # a number, but no weight: the example stays (predicted, not learned, as
-                    # VW does with a negative one); the note is for the caller's warning
+                elif value < 0.0 or math.isinf(_to_float32(value)):
+                    # a number, but no weight (negative, infinite, or beyond float32 as 1e39):
+                    # the example stays (predicted, not learned, as VW does with a negative
+                    # one); the note is for the caller's warning
                     ex_int[i, ERR_CODE] = ERR_NEGATIVE_IMPORTANCE
                     ex_int[i, ERR_START] = tok_s[1]
                     ex_int[i, ERR_END] = tok_e[1]
                     value = 1.0
-                elif math.isinf(_to_float32(value)):
-                    _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[1], tok_e[1])
                 ex_float[i, WEIGHT] = _to_float32(value)
             if n_tok > 2:
                 value, used = parse_number(buf, tok_s[2], tok_e[2])
