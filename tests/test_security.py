@@ -551,3 +551,44 @@ def test_crowd_outputs_never_replace_the_crowd_model(tmp_path, flag, capsys):
     assert "is the -i file: the run would write over its input" in capsys.readouterr().err
     assert model.read_bytes() == before
     assert main(["crowd", str(answers), "-i", str(model), "-f", str(model), "--quiet"]) == 0
+
+
+# ---------------------------------------------------------------------------------- crowd input
+def _crowd(tmp_path, content: bytes, capsys, *extra):
+    answers = tmp_path / "a.csv"
+    answers.write_bytes(content)
+    labels = tmp_path / "labels.csv"
+    code = main(["crowd", str(answers), "--batch", "-p", str(labels), "--quiet", *extra])
+    return code, capsys.readouterr().err, answers, labels
+
+
+def test_a_quoted_header_is_read(tmp_path, capsys):
+    """Issue 25 item 10: pandas.to_csv(quoting=QUOTE_ALL) headers were 'missing column'."""
+    rows = "".join(f'"t{i % 5}","w{i % 3}","{i % 2}"\n' for i in range(30))
+    code, err, _, labels = _crowd(tmp_path, ('"task","worker","label"\n' + rows).encode(),
+                                  capsys)
+    assert code == 0, err
+    assert len(labels.read_text().splitlines()) == 6
+
+
+def test_a_latin1_byte_names_its_file_and_line(tmp_path, capsys):
+    rows = "task,worker,label\nt1,w1,a\nt2,w2,b\n".encode() + "t3,w\xe9,a\n".encode("latin-1")
+    code, err, answers, _ = _crowd(tmp_path, rows, capsys)
+    assert code == 1 and "Traceback" not in err
+    assert f"{answers}:4: not UTF-8 text (byte 0xe9 at column 5" in err
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path, capsys):
+    code, err, answers, _ = _crowd(tmp_path, b"task,worker,label,label\nt1,w1,a,b\n", capsys)
+    assert code == 1 and f"{answers}:1: the header names column 'label' twice" in err
+
+
+def test_one_label_however_its_accent_is_composed(tmp_path, capsys):
+    """Precomposed 'é' and 'e' + combining acute became two labels printed alike."""
+    composed, combining = "caf\u00e9", "cafe\u0301"
+    rows = "".join(f"t{i % 6},w{i % 4},{(composed, combining, 'tea')[i % 3]}\n"
+                   for i in range(48))
+    code, err, _, labels = _crowd(tmp_path, ("task,worker,label\n" + rows).encode(), capsys)
+    assert code == 0, err
+    header = labels.read_text().splitlines()[0]
+    assert header.count("caf") == 1, header

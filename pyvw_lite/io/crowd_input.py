@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -300,25 +301,80 @@ def read_columns(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
     return read_table(path, required, rows, optional)[0]
 
 
+def _not_utf8(path: str, name: str) -> CrowdInputError:
+    """The error for a file that is not UTF-8, naming its first bad line and byte."""
+    if _in_memory(path):
+        data = _read_all(path)
+    else:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        return CrowdInputError(f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} "
+                               f"at column {exc.start - start + 1}; line: {_quoted(text)}); "
+                               "convert it, e.g. iconv -f latin1 -t utf-8")
+    return CrowdInputError(f"{name}: not UTF-8 text")
+
+
+def _nfc(column: Column) -> Column:
+    """One value per text, however its accents are composed (NFC): 'é' typed as one code point
+    and as 'e' plus a combining accent print alike, so they are one label, task or worker."""
+    values = column.values.tolist()
+    normal = [unicodedata.normalize("NFC", v) if isinstance(v, str) else v for v in values]
+    if normal == values:
+        return column
+    merged = Column.of(normal)
+    codes = np.where(column.codes >= 0, merged.codes[column.codes.clip(0)], -1)
+    return Column(codes, merged.values)
+
+
+def _header(first_line: str, delimiter: str, name: str) -> list[str]:
+    """The header's column names, quoted or not (``QUOTE_ALL`` writes ``"task","worker"``); a
+    name given twice is an error, as either column could be meant."""
+    header = [column.strip() for column in next(csv.reader([first_line.rstrip("\r\n")],
+                                                           delimiter=delimiter), [])]
+    seen = set()
+    for column in header:
+        if column in seen and column:
+            raise CrowdInputError(f"{name}:1: the header names column {column!r} twice "
+                                  f"(header: {first_line.strip()!r})")
+        seen.add(column)
+    return header
+
+
 def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
                optional: tuple[str, ...] = ()) -> tuple[dict[str, Column], np.ndarray | None]:
     """:func:`read_columns` and each row's file line (None: row ``r`` is on line ``r + 2``).
 
     A row with the wrong number of fields or an empty required value goes to ``rows``: a file
-    with one is read again by the csv module, which knows every row's line."""
+    with one is read again by the csv module, which knows every row's line.  Text that is not
+    UTF-8 is an error naming its line; values are compared in NFC form."""
     name = "<stdin>" if path == "-" else path
+    try:
+        columns, lines = _read_table(path, name, required, rows, optional)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, name) from None
+    return {column: _nfc(values) for column, values in columns.items()}, lines
+
+
+def _read_table(path, name, required, rows, optional):
     if path != "-" and not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
     if _in_memory(path):
         source = io.BytesIO(_read_all(path))  # gzip data is decompressed
-        first_line = source.readline().decode("utf-8-sig", "replace")
+        first_line = source.readline().decode("utf-8-sig")
         source.seek(0)
     else:
         with _open_text(path) as handle:
             first_line = handle.readline()
         source = path
     delimiter = "\t" if "\t" in first_line else ","
-    header = [column.strip() for column in first_line.rstrip("\r\n").split(delimiter)]
+    header = _header(first_line, delimiter, name)
     wanted = tuple(required) + tuple(optional)
     missing = [column for column in wanted if column not in header]
     if missing:
@@ -335,8 +391,6 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
             # blank lines kept as empty rows, so that row r stays on line r + 2
             frame = pd.read_csv(source, sep=delimiter, dtype=str, keep_default_na=False,
                                 skipinitialspace=True, skip_blank_lines=False)
-        except UnicodeDecodeError as exc:
-            raise CrowdInputError(f"{name}: not UTF-8 text ({exc})") from None
         except pd.errors.ParserError:
             frame = None  # a row with extra fields: the csv module below names it
         if frame is not None:
@@ -499,7 +553,15 @@ def _item_block(fields: list[str], n_labels: int | None):
 
 def read_answers(path: str, *, n_labels: int | None = None, gold_path: str | None = None,
                  label_names: list[str] | None = None, rows: RowPolicy = STRICT) -> CrowdData:
-    """Triples or item blocks, whichever the file holds (``label_names``: a loaded model's)."""
+    """Triples or item blocks, whichever the file holds (``label_names``: a loaded model's);
+    text that is not UTF-8 is an error naming its line."""
+    try:
+        return _read_answers(path, n_labels, gold_path, label_names, rows)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, "<stdin>" if path == "-" else path) from None
+
+
+def _read_answers(path, n_labels, gold_path, label_names, rows) -> CrowdData:
     if looks_like_blocks(path):
         data = read_blocks(path, n_labels=len(label_names) if label_names else n_labels,
                            rows=rows)
