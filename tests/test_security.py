@@ -592,3 +592,89 @@ def test_one_label_however_its_accent_is_composed(tmp_path, capsys):
     assert code == 0, err
     header = labels.read_text().splitlines()[0]
     assert header.count("caf") == 1, header
+
+
+# ---------------------------------------------------------------------------------- scale-out
+def _exit_always(shard):
+    os._exit(3)
+
+
+def _stop_once(shard, marker):
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), 19)  # SIGSTOP: the process hangs, alive and silent
+    return shard * 2
+
+
+def _stop_always(shard):
+    os.kill(os.getpid(), 19)
+
+
+def test_a_worker_that_keeps_dying_is_a_clean_error_naming_the_shard():
+    """Issue 25 item 9: it ended in a raw RuntimeError traceback."""
+    from pyvw_lite.distributed.executor import ProcessExecutor, WorkerError
+    executor = ProcessExecutor(2, timeout=5)
+    try:
+        handles = [executor.put(k) for k in range(2)]
+        with pytest.raises(WorkerError, match=r"processes:2: the worker running shard 1 of 2 "
+                                              r"died 3 times \(last exit code 3\)"):
+            executor.map(_exit_always, handles[:1], [()])
+    finally:
+        executor.close()
+
+
+def test_a_stopped_worker_is_restarted_and_one_that_stays_silent_is_named(tmp_path):
+    """Issue 25 item 9: a worker stopped with SIGSTOP hung the run forever."""
+    import time
+    from pyvw_lite.distributed.executor import ProcessExecutor, WorkerError
+    executor = ProcessExecutor(2, timeout=1.5)
+    try:
+        handles = [executor.put(k) for k in (10, 20)]
+        started = time.monotonic()
+        assert executor.map(_stop_once, handles, [(str(tmp_path / "m0"),),
+                                                  (str(tmp_path / "m1"),)]) == [20, 40]
+        assert time.monotonic() - started < 30
+        with pytest.raises(WorkerError, match="shard 2 of 2 sent nothing for 1.5 s 3 times"):
+            executor.map(_stop_always, handles[1:], [()])
+    finally:
+        executor.close()
+
+
+def test_ctrl_c_under_processes_stops_without_worker_tracebacks(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    data = tmp_path / "d.vw"
+    rng = np.random.default_rng(3)
+    data.write_text("".join(f"{1 if r[0] % 2 else -1} |a f{r[0]} g{r[1]} |b h{r[2]}\n"
+                            for r in rng.integers(0, 3000, size=(50_000, 3))))
+    process = subprocess.Popen([sys.executable, "-m", "pyvw_lite", "-d", str(data), "--passes",
+                                "100000", "--holdout_off", "--executor", "processes:2",
+                                "--quiet"], stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    time.sleep(5)
+    assert process.poll() is None
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C on a terminal: the whole process group
+    err = process.communicate(timeout=60)[1]
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip().endswith("pyvw-lite: error: interrupted")
+
+
+def test_a_killed_runs_temporary_files_are_removed_by_the_next_run(small_model, tmp_path):
+    """Issue 25 item 9: SIGKILL left .tmp-* files nobody removed."""
+    import socket
+    from pyvw_lite.io.atomic import _host
+    data, _, _ = small_model
+    target = tmp_path / "out.pvw"
+    dead = 2 ** 22 + 17  # above any pid_max default: no such process
+    stale = tmp_path / f".tmp-out.pvw.{_host()}-{dead}.abc123"
+    live = tmp_path / f".tmp-out.pvw.{_host()}-{os.getpid()}.def456"
+    other_host = tmp_path / f".tmp-out.pvw.elsewhere-{dead}.ghi789"
+    for leftover in (stale, live, other_host):
+        leftover.write_bytes(b"half a model")
+    assert socket.gethostname()
+    _, _, code = run_workspace(["-d", str(data), "-f", str(target), "--quiet"])
+    assert code == 0 and target.exists()
+    assert not stale.exists() and live.exists() and other_host.exists()

@@ -11,9 +11,32 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
+import signal
+import threading
+import time
 from multiprocessing.connection import wait
 
 _KEYS = itertools.count()
+HEARTBEAT = 1.0  # seconds between a busy worker's "alive" messages
+DEFAULT_TIMEOUT = 60.0  # seconds of silence after which a worker is taken for hung
+
+
+class WorkerError(ValueError):
+    """A shard's worker that died or hung past its retries (a ValueError, so every command
+    reports it as one line); the message names the executor and the shard."""
+
+
+def worker_timeout() -> float:
+    """Seconds of silence before a worker counts as hung: ``PYVW_LITE_WORKER_TIMEOUT`` or 60."""
+    text = os.environ.get("PYVW_LITE_WORKER_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        value = 0.0
+    if not value > 0.0:
+        raise ValueError(f"PYVW_LITE_WORKER_TIMEOUT={text!r}: seconds, a positive number")
+    return value
 
 
 class SerialExecutor:
@@ -32,8 +55,25 @@ class SerialExecutor:
 
 
 def _serve(connection) -> None:
-    """A worker process: keeps the shards it is given and runs tasks on them, one at a time."""
+    """A worker process: keeps the shards it is given and runs tasks on them, one at a time.
+    While a task runs, a thread says "alive" every second, so the driver can tell a long task
+    from a hung or stopped process.  Ctrl-C is the driver's to handle: it stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     store: dict[int, object] = {}
+    lock = threading.Lock()
+    busy = threading.Event()
+
+    def heartbeat():
+        while True:
+            time.sleep(HEARTBEAT)
+            if busy.is_set():
+                with lock:
+                    try:
+                        connection.send(("alive", None))
+                    except OSError:
+                        return
+
+    threading.Thread(target=heartbeat, daemon=True).start()
     while True:
         try:
             message = connection.recv()
@@ -45,11 +85,14 @@ def _serve(connection) -> None:
             store[message[1]] = message[2]
             continue
         _, task, key, args = message
+        busy.set()
         try:
             reply = ("ok", task(store[key], *args))
         except Exception as exc:  # the task's own error goes back to the driver
             reply = ("error", exc)
-        connection.send(reply)
+        busy.clear()
+        with lock:
+            connection.send(reply)
 
 
 class ProcessExecutor:
@@ -58,9 +101,10 @@ class ProcessExecutor:
     examples) stays useful.  A process that dies is started again with its shards and its task
     is repeated.  (Fork is unsafe once numba's threads exist.)"""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, timeout: float | None = None):
         if workers < 1:
             raise ValueError("processes:N needs N >= 1")
+        self.timeout = worker_timeout() if timeout is None else timeout
         self.name = f"processes:{workers}"
         self.workers = workers
         self.context = multiprocessing.get_context("spawn")
@@ -99,35 +143,58 @@ class ProcessExecutor:
         jobs = list(zip(handles, args))
         results: list = [None] * len(jobs)
         running: dict = {}  # connection -> (worker, job index, attempts)
+        heard: dict = {}  # connection -> when it last said anything
 
         def send(worker: int, index: int, attempt: int) -> None:
             handle, extra = jobs[index]
             try:
                 self.connections[worker].send(("run", task, handle, extra))
             except OSError:  # it died while idle
-                restart(worker, attempt)
+                restart(worker, index, attempt, "died")
                 send(worker, index, attempt + 1)
                 return
             running[self.connections[worker]] = (worker, index, attempt)
+            heard[self.connections[worker]] = time.monotonic()
 
-        def restart(worker: int, attempt: int) -> None:
-            if attempt >= 2:
-                raise RuntimeError(f"{self.name}: a worker died 3 times running one task")
-            self.processes[worker].join(timeout=1)
+        def restart(worker: int, index: int, attempt: int, what: str) -> None:
+            process = self.processes[worker]
+            if process.is_alive():
+                process.kill()
+            process.join(timeout=5)
             self.connections[worker].close()
+            if attempt >= 2:
+                self.connections[worker] = None
+                shard = list(self.payloads).index(jobs[index][0]) + 1
+                raise WorkerError(f"{self.name}: the worker running shard {shard} of "
+                                  f"{len(self.payloads)} {what} 3 times (last exit code "
+                                  f"{process.exitcode}); giving up")
             self._start(worker)
 
         for worker, indices in queues.items():
             send(worker, indices.pop(0), 0)
         while running:
-            for connection in wait(list(running)):
-                worker, index, attempt = running.pop(connection)
+            ready = wait(list(running), timeout=min(self.timeout, HEARTBEAT * 5))
+            now = time.monotonic()
+            for connection in list(running):
+                if connection not in ready and now - heard[connection] > self.timeout:
+                    worker, index, attempt = running.pop(connection)  # hung or stopped
+                    restart(worker, index, attempt, f"sent nothing for {self.timeout:g} s")
+                    send(worker, index, attempt + 1)
+            for connection in ready:
+                if connection not in running:
+                    continue
+                worker, index, attempt = running[connection]
                 try:
                     status, value = connection.recv()
                 except (EOFError, OSError):  # the process died: start it again, repeat the task
-                    restart(worker, attempt)
+                    running.pop(connection)
+                    restart(worker, index, attempt, "died")
                     send(worker, index, attempt + 1)
                     continue
+                heard[connection] = time.monotonic()
+                if status == "alive":
+                    continue
+                running.pop(connection)
                 if status == "error":
                     raise value
                 results[index] = value
@@ -208,13 +275,14 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def executor_from(spec: str):
-    """``serial``, ``processes:N``, ``dask:ADDRESS`` or ``dask-local:N``."""
+def executor_from(spec: str, timeout: float | None = None):
+    """``serial``, ``processes:N``, ``dask:ADDRESS`` or ``dask-local:N`` (``timeout``: seconds
+    of silence before a process worker counts as hung; default :func:`worker_timeout`)."""
     kind, _, value = spec.partition(":")
     if kind == "serial" and not value:
         return SerialExecutor()
     if kind == "processes":
-        return ProcessExecutor(_worker_count(spec, kind, value))
+        return ProcessExecutor(_worker_count(spec, kind, value), timeout)
     if kind == "dask" and value:
         return DaskExecutor(address=value)
     if kind == "dask-local":

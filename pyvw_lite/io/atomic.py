@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import stat
 import sys
 import tempfile
@@ -100,6 +101,50 @@ def check_paths(inputs, outputs, reusable: tuple[str, ...] = (),
             seen[key] = (flag, role)
 
 
+def _host() -> str:
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Remove the temporary files a killed run left beside ``path`` (``.tmp-NAME.HOST-PID.*``
+    of this host whose process is gone); another live run's are left alone."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = ".tmp-" + os.path.basename(path) + "." + _host() + "-"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+
+
+def temporary_beside(path: str) -> tuple[int, str]:
+    """A new temporary file in ``path``'s directory, named after the target, this host and
+    this process (so the next run can tell a killed run's leftovers): (descriptor, path)."""
+    remove_stale_temporaries(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        return tempfile.mkstemp(prefix=f".tmp-{os.path.basename(path)}.{_host()}-{os.getpid()}.",
+                                dir=directory)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, binary: bool = True):
     if path == "-" or _is_special(path):
@@ -118,12 +163,7 @@ def atomic_write(path: str, binary: bool = True):
         finally:
             handle.close()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".",
-                                         dir=directory)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
+    fd, temporary = temporary_beside(path)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a normal file respects the umask

@@ -39,12 +39,12 @@ import contextlib
 import json
 import os
 import struct
-import tempfile
 import zlib
 from typing import BinaryIO, Iterator
 
 import numpy as np
 
+from .atomic import temporary_beside
 from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_END, LAB_START,
                       NLABEL, OK, SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART,
                       SEG_NAME_END, SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
@@ -97,12 +97,7 @@ class CacheWriter:
     def __init__(self, path: str, settings: dict):
         refuse_foreign(path)
         self.path = path
-        directory = os.path.dirname(os.path.abspath(path))
-        try:
-            fd, self._temporary = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".",
-                                                   dir=directory)
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
+        fd, self._temporary = temporary_beside(path)
         self._handle: BinaryIO = os.fdopen(fd, "w+b")
         header = json.dumps({"format": FORMAT, **settings}, sort_keys=True).encode("utf-8")
         self._handle.write(MAGIC + struct.pack("<I", len(header)) + header
