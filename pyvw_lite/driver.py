@@ -14,7 +14,7 @@ import numpy as np
 from .io import cache as cache_io
 from .io.atomic import atomic_write, check_paths, same_stream
 from .io.progress import LiveBar, ProgressTable, use_live_bar
-from .io.source import LineChunks, is_regular_file
+from .io.source import LineChunks, gzip_damage, is_regular_file
 from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
 from .jit import announce_compile
 from .learners import gd
@@ -284,6 +284,11 @@ class Driver:
         text_source = None
         if not read_cache:
             text_source = LineChunks(o.data, damaged=self._damaged_input)
+            if o.strict_parse and o.data not in (None, "-"):
+                damage = gzip_damage(o.data)  # nothing is learned from a damaged file
+                if damage is not None:
+                    raise ParseError(f"{o.data}: {damage}; nothing was learned "
+                                     "(--strict_parse checks a .gz whole before learning)")
         self._announce_interactions()
         if self.err is not None:
             self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")

@@ -678,3 +678,23 @@ def test_a_killed_runs_temporary_files_are_removed_by_the_next_run(small_model, 
     _, _, code = run_workspace(["-d", str(data), "-f", str(target), "--quiet"])
     assert code == 0 and target.exists()
     assert not stale.exists() and live.exists() and other_host.exists()
+
+
+# ---------------------------------------------------------------------------------- .gz
+def test_strict_parse_learns_nothing_from_a_damaged_gzip(tmp_path):
+    """Issue 25 item 8: ~10,000 garbled lines of a .gz damaged mid-file were learned before the
+    damage was found; under --strict_parse the file is now checked whole first."""
+    import gzip
+    import random
+    from pyvw_lite.workspace import ParseError, Workspace
+    lines = [f"{k % 2} |a x{random.Random(k).random()}" for k in range(20000)]
+    data = bytearray(gzip.compress(("\n".join(lines) + "\n").encode()))
+    data[len(data) // 2] ^= 0xFF
+    path = tmp_path / "d.vw.gz"
+    path.write_bytes(bytes(data))
+    preds, model = tmp_path / "p.txt", tmp_path / "m.pvw"
+    ws = Workspace(["-d", str(path), "--strict_parse", "-p", str(preds), "-f", str(model),
+                    "--quiet"])
+    with pytest.raises(ParseError, match=r"corrupt compressed data \(.*\); nothing was learned"):
+        ws.run()
+    assert not ws.weights.any() and not preds.exists() and not model.exists()

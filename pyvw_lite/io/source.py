@@ -126,6 +126,24 @@ def read_whole(path: str) -> bytes:
     return data
 
 
+def gzip_damage(path: str) -> str | None:
+    """Why the gzip data in regular file ``path`` is damaged (None when it is intact or not
+    gzip): the whole file is decompressed and dropped, so a caller can refuse it before it
+    learns anything from it (``--strict_parse``; gzip's CRC-32 comes at a member's end)."""
+    if not is_regular_file(path):
+        return None
+    with open(path, "rb") as handle:
+        if handle.read(2) != GZIP_MAGIC:
+            return None
+    reader = GzipReader(path)
+    try:
+        while reader.read(1 << 24):
+            pass
+    finally:
+        reader.close()
+    return reader.damage
+
+
 class LineChunks:
     """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 
