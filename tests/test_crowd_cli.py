@@ -261,7 +261,7 @@ def test_options_of_the_other_mode_are_flagged(answers, capsys):
     code, err = run([str(folder / "answers.csv"), "--batch", "--passes", "3", "--eta", "2"], capsys)
     assert code == 0 and "warning: --passes, --eta only affect online EM" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "--progressive"], capsys)
-    assert code == 0 and "--progressive only affects online EM; batch EM ignores it" in err
+    assert code == 0 and "--progressive only affects online EM; a batch fit ignores it" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
     assert code == 1 and "--test_only with --batch: it is for online EM" in err
     assert "--initial_model" not in err  # only the flag given is named
@@ -341,7 +341,7 @@ def test_answers_from_a_pipe(tmp_path, capsys, packed):
     assert from_pipe.read_bytes() == from_file.read_bytes()
 
 
-@pytest.mark.parametrize("mode", [[], ["--batch", "--worker_map", "hash"]])
+@pytest.mark.parametrize("mode", [[], ["--batch", "--method", "em", "--worker_map", "hash"]])
 def test_workers_sharing_a_hashed_slot_are_counted(answers, capsys, mode):
     """Workers hashed to one slot share one confusion matrix; the summary says how many."""
     folder, _ = answers

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..crowd.defaults import DEFAULTS
+from ..crowd.defaults import DEFAULTS, EBCC_DEFAULTS
 from ..io.crowd_input import CrowdData, from_arrays
 
 _CONFIG_FIELDS = ("priorz", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu",
@@ -212,3 +212,64 @@ class OnlineEM(_NominalModel):
         self._publish_model(prepared, final.q)
         return self
 
+
+
+class EBCC(_Aggregator):
+    """Enhanced Bayesian classifier combination (Li, Rubinstein & Cohn, ICML 2019): each class
+    has ``subtypes`` subtypes with their own worker confusion rows, which lets workers' errors
+    be correlated; mean-field variational inference, the best evidence bound of ``restarts``
+    seeded restarts.  ``errors_`` holds each worker's expected confusion matrix (subtypes
+    weighted by their share of the class), ``elbo_`` the evidence lower bound kept."""
+
+    def __init__(self, subtypes: int = EBCC_DEFAULTS["subtypes"],
+                 restarts: int = EBCC_DEFAULTS["restarts"], a_pi: float = EBCC_DEFAULTS["a_pi"],
+                 a_v: float = EBCC_DEFAULTS["a_v"], b_v: float = EBCC_DEFAULTS["b_v"],
+                 n_iter: int = EBCC_DEFAULTS["max_iters"], tol: float = EBCC_DEFAULTS["tol"],
+                 seed: int = EBCC_DEFAULTS["seed"],
+                 empirical_prior: bool = EBCC_DEFAULTS["empirical_prior"]):
+        self.subtypes = subtypes
+        self.restarts = restarts
+        self.a_pi = a_pi
+        self.a_v = a_v
+        self.b_v = b_v
+        self.n_iter = n_iter
+        self.tol = tol
+        self.seed = seed
+        self.empirical_prior = empirical_prior
+
+    def fit(self, data, true_labels=None):
+        from ..crowd.bayes import bayes_fit
+        self._remember_types(data)
+        prepared = self._prepare(data, true_labels)
+        result = bayes_fit(prepared, subtypes=self.subtypes, restarts=self.restarts,
+                           a_pi=self.a_pi, a_v=self.a_v, b_v=self.b_v, max_iters=self.n_iter,
+                           tol=self.tol, seed=self.seed, empirical_prior=self.empirical_prior)
+        self.result_ = result
+        self.elbo_ = result.elbo
+        self.n_iter_ = result.iterations
+        self._publish(prepared, result.q)
+        matrices = result.confusion()
+        prior = result.class_dirichlet / result.class_dirichlet.sum()
+        if self._pandas:
+            import pandas as pd
+            names = self._typed(prepared.label_names)
+            index = pd.MultiIndex.from_product([prepared.worker_names, names],
+                                               names=["worker", "label"])
+            self.errors_ = pd.DataFrame(matrices.reshape(-1, len(names)), index=index,
+                                        columns=names)
+            self.priors_ = pd.Series(prior, index=names, name="prior")
+        else:
+            self.errors_ = matrices
+            self.priors_ = prior
+        return self
+
+
+class BCC(EBCC):
+    """Bayesian classifier combination (Kim & Ghahramani 2012): Dawid-Skene confusion matrices
+    under Dirichlet priors, mean-field variational inference (EBCC with one subtype)."""
+
+    def __init__(self, a_v: float = EBCC_DEFAULTS["a_v"], b_v: float = EBCC_DEFAULTS["b_v"],
+                 n_iter: int = EBCC_DEFAULTS["max_iters"], tol: float = EBCC_DEFAULTS["tol"],
+                 empirical_prior: bool = EBCC_DEFAULTS["empirical_prior"]):
+        super().__init__(subtypes=1, restarts=1, a_v=a_v, b_v=b_v, n_iter=n_iter, tol=tol,
+                         empirical_prior=empirical_prior)

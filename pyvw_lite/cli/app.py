@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from ..crowd.defaults import DEFAULTS
+from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.atomic import check_paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -48,9 +48,13 @@ def bench(
 def crowd(
     answers: str = typer.Argument(..., help="task,worker,label CSV/TSV (or item-per-line blocks); "
                                             "- reads standard input"),
-    batch: bool = typer.Option(False, "--batch", help="batch MAP-EM over all items (default: "
-                                                     "online EM in stream order)"),
-    method: str = typer.Option("em", "--method", help="em, majority or one_coin"),
+    batch: bool = typer.Option(False, "--batch", help="fit all items at once (default method "
+                                                     "auto); without it, online EM in stream "
+                                                     "order"),
+    method: str = typer.Option(None, "--method", help="auto (the --batch default: chosen per "
+                                                      "dataset by held-out answers), ebcc, bcc, "
+                                                      "em (batch or online MAP-EM), majority or "
+                                                      "one_coin"),
     gold: str = typer.Option(None, "--gold", help="task,label file of known items (fixed labels)"),
     truth: str = typer.Option(None, "--truth", help="task,label file to report accuracy against "
                                                    "(not used for fitting)"),
@@ -97,8 +101,36 @@ def crowd(
                                      help="online: write each item's posterior from before its "
                                           "own update in the last pass (default: the final "
                                           "model's posteriors)"),
-    max_iters: int = typer.Option(DEFAULTS["max_iters"], "--max_iters", help="batch EM iteration cap"),
-    tol: float = typer.Option(DEFAULTS["tol"], "--tol", help="batch EM relative objective tolerance"),
+    max_iters: int = typer.Option(None, "--max_iters", help="iteration cap of batch EM (200), "
+                                                           "BCC and EBCC (500)"),
+    tol: float = typer.Option(None, "--tol", help="batch EM: relative objective change (1e-6); "
+                                                  "BCC/EBCC: largest move of an item's class "
+                                                  "posterior (1e-3)"),
+    subtypes: int = typer.Option(EBCC_DEFAULTS["subtypes"], "--subtypes",
+                                 help="EBCC: subtypes M per class (worker correlation)"),
+    restarts: int = typer.Option(EBCC_DEFAULTS["restarts"], "--restarts",
+                                 help="EBCC: seeded restarts, the best evidence bound kept"),
+    a_pi: float = typer.Option(EBCC_DEFAULTS["a_pi"], "--a_pi",
+                               help="EBCC: Dirichlet concentration of the subtype weights"),
+    a_v: float = typer.Option(EBCC_DEFAULTS["a_v"], "--a_v",
+                              help="BCC/EBCC: Dirichlet prior on a worker's right answer"),
+    b_v: float = typer.Option(EBCC_DEFAULTS["b_v"], "--b_v",
+                              help="BCC/EBCC: Dirichlet prior on each wrong answer"),
+    flat_class_prior: bool = typer.Option(False, "--flat_class_prior",
+                                          help="BCC/EBCC: Dir(1) class prior (default: the "
+                                               "majority-vote class counts)"),
+    seed: int = typer.Option(EBCC_DEFAULTS["seed"], "--seed", help="EBCC restarts and auto's "
+                                                                  "folds"),
+    candidates: str = typer.Option(",".join(AUTO_DEFAULTS["candidates"]), "--candidates",
+                                   help="auto: the methods to choose among, simplest first"),
+    folds: int = typer.Option(AUTO_DEFAULTS["folds"], "--folds",
+                              help="auto: answer folds held out in turn"),
+    standard_errors: float = typer.Option(AUTO_DEFAULTS["standard_errors"], "--standard_errors",
+                                          help="auto: a simpler method within this many "
+                                               "standard errors of the best is preferred"),
+    duplicates: str = typer.Option("keep", "--duplicates",
+                                   help="repeated (task, worker) answers: keep, first, last or "
+                                        "vote (one answer, the pair's most frequent)"),
     executor: str = typer.Option(None, "--executor", help="batch EM on shards: serial, "
                                                           "processes:N, dask:ADDRESS or "
                                                           "dask-local:N"),
@@ -110,7 +142,8 @@ def crowd(
                                            "with a warning naming its line)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:
-    """True labels from crowd answers: online EM (default), batch EM, or a baseline."""
+    """True labels from crowd answers: a method chosen per dataset (--batch), EBCC, BCC, batch
+    or online EM (the default without --batch), or a baseline."""
     from .crowd import CrowdRun, main
     if model_name != "flass":
         raise typer.BadParameter(f"unknown --model {model_name!r}; the only model is flass")
@@ -123,7 +156,10 @@ def crowd(
                        eta=eta, rho=rho, initial_t=initial_t, passes=passes, test_only=test_only,
                        progressive=progressive,
                        max_iters=max_iters, tol=tol, executor=executor, shards=shards,
-                       strict_parse=strict_parse, quiet=quiet)
+                       strict_parse=strict_parse, quiet=quiet, subtypes=subtypes,
+                       restarts=restarts, a_pi=a_pi, a_v=a_v, b_v=b_v,
+                       flat_class_prior=flat_class_prior, seed=seed, candidates=candidates,
+                       folds=folds, standard_errors=standard_errors, duplicates=duplicates)
     raise typer.Exit(main(options))
 
 

@@ -8,14 +8,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..crowd.defaults import DEFAULTS
+from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.crowd_input import (CrowdData, CrowdInputError, RowPolicy, known_labels, read_answers,
-                              read_gold)
+                              read_gold, resolve_duplicates)
 from ..io.atomic import check_paths
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
 
-METHODS = ("em", "majority", "one_coin")
+METHODS = ("auto", "ebcc", "bcc", "em", "majority", "one_coin")
+BATCH_ONLY = ("auto", "ebcc", "bcc")  # no online form: they imply --batch
 
 
 @dataclass
@@ -49,12 +50,39 @@ class CrowdRun:
     passes: int = 1
     test_only: bool = False
     progressive: bool = False
-    max_iters: int = DEFAULTS["max_iters"]
-    tol: float = DEFAULTS["tol"]
+    max_iters: int | None = None  # each method's own default
+    tol: float | None = None
     executor: str | None = None
     shards: int = 0
     strict_parse: bool = False
     quiet: bool = False
+    subtypes: int = EBCC_DEFAULTS["subtypes"]
+    restarts: int = EBCC_DEFAULTS["restarts"]
+    a_pi: float = EBCC_DEFAULTS["a_pi"]
+    a_v: float = EBCC_DEFAULTS["a_v"]
+    b_v: float = EBCC_DEFAULTS["b_v"]
+    flat_class_prior: bool = False
+    seed: int = EBCC_DEFAULTS["seed"]
+    candidates: str = ",".join(AUTO_DEFAULTS["candidates"])
+    folds: int = AUTO_DEFAULTS["folds"]
+    standard_errors: float = AUTO_DEFAULTS["standard_errors"]
+    duplicates: str = "keep"
+
+    def __post_init__(self):
+        if self.method is None:  # EM's own outputs and executor ask for EM
+            wants_em = any((self.workers, self.final_model, self.initial_model, self.executor,
+                            self.test_only))
+            self.method = "auto" if self.batch and not wants_em else "em"
+        if self.method in BATCH_ONLY:
+            self.batch = True
+
+    def bayes_options(self) -> dict:
+        """bayes_fit's keywords from the command line (EBCC's; BCC sets one subtype)."""
+        return dict(subtypes=self.subtypes, a_pi=self.a_pi, a_v=self.a_v, b_v=self.b_v,
+                    restarts=self.restarts, seed=self.seed,
+                    empirical_prior=not self.flat_class_prior,
+                    max_iters=self.max_iters or EBCC_DEFAULTS["max_iters"],
+                    tol=self.tol or EBCC_DEFAULTS["tol"])
 
 
 def _config(run: CrowdRun, data: CrowdData):
@@ -145,9 +173,11 @@ def run(run: CrowdRun) -> int:
         raise ValueError("--passes must be at least 1")
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
-                            ("--final_model", run.final_model), ("--workers", run.workers)):
+                            ("--final_model", run.final_model), ("--workers", run.workers),
+                            ("--executor", run.executor)):
             if value:
-                raise ValueError(f"{flag} needs --method em (the baselines keep no model)")
+                raise ValueError(f"{flag} needs --method em (--method {run.method} keeps no "
+                                 "model file)")
     model = CrowdModel.load(run.initial_model) if run.initial_model else None
     if model is not None and not run.batch:
         _continue_model(run, model, run.initial_model)
@@ -156,6 +186,7 @@ def run(run: CrowdRun) -> int:
                      if err else None)
     data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
                         label_names=model.config.label_names if model else None, rows=rows)
+    data = resolve_duplicates(data, run.duplicates) if data.duplicates else data
     loaded = time.perf_counter() - started
     if run.batch and data.task_names.size != np.unique(data.task_names.astype(str)).size:
         raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "
@@ -167,34 +198,20 @@ def run(run: CrowdRun) -> int:
                   + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
                   + (f" ({data.gold_elsewhere} gold tasks in no answer)" if data.gold_elsewhere
                      else "")
-                  + (f", {data.duplicates} repeated task-worker pairs (kept)" if data.duplicates
-                     else "") + "\n")
+                  + (f", {data.duplicates} repeated task-worker answers (kept)"
+                     if data.duplicates else "")
+                  + (f", repeated task-worker answers resolved by --duplicates {run.duplicates}"
+                     if run.duplicates != "keep" else "") + "\n")
     fit_started = time.perf_counter()
     summary = []
+    if run.batch:
+        _check_batch_flags(run, err)
     if run.method != "em":
-        if run.method == "majority":
-            q = baselines.majority_vote(data)
-            summary.append("method = majority vote")
-        else:
-            q, iterations = baselines.one_coin_dawid_skene(data)
-            summary.append(f"method = one-coin Dawid-Skene ({iterations} iterations)")
+        q = _fit_other(run, data, summary, err)
     elif run.batch:
-        online_only = [flag for flag, value in (("--initial_model", run.initial_model),
-                                                ("--test_only", run.test_only)) if value]
-        if online_only:
-            raise ValueError(f"{' and '.join(online_only)} with --batch: "
-                             f"{'they are' if len(online_only) > 1 else 'it is'} for online EM; "
-                             "batch EM fits afresh")
-        ignored = [flag for flag, value, default in (
-            ("--n_items", run.n_items, DEFAULTS["n_items"]), ("--passes", run.passes, 1),
-            ("--eta", run.eta, DEFAULTS["eta"]), ("--rho", run.rho, DEFAULTS["rho"]),
-            ("--initial_t", run.initial_t, DEFAULTS["initial_t"]),
-            ("--progressive", run.progressive, False)) if value != default]
-        if ignored and err:
-            one = len(ignored) == 1
-            err.write(f"warning: {', '.join(ignored)} only affect{'s' if one else ''} online EM; "
-                      f"batch EM ignores {'it' if one else 'them'}\n")
         config = _config(run, data)
+        max_iters = run.max_iters or DEFAULTS["max_iters"]
+        tol = run.tol or DEFAULTS["tol"]
         progress = BatchProgress(err)
         progress.header()
         if run.executor:
@@ -203,23 +220,23 @@ def run(run: CrowdRun) -> int:
             executor = executor_from(run.executor)
             try:
                 result = sharded_batch_em(data, config, executor, shards=run.shards or None,
-                                          max_iters=run.max_iters, tol=run.tol, report=progress)
+                                          max_iters=max_iters, tol=tol, report=progress)
             finally:
                 executor.close()
             summary.append(f"executor = {executor.name}")
         else:
-            result = batch_em(data, config, max_iters=run.max_iters, tol=run.tol, report=progress)
+            result = batch_em(data, config, max_iters=max_iters, tol=tol, report=progress)
         progress.finish()
         model, q = result.model, result.q
         summary += [f"iterations = {result.iterations}"
-                    + ("" if result.converged else f" (stopped at --max_iters {run.max_iters})"),
+                    + ("" if result.converged else f" (stopped at --max_iters {max_iters})"),
                     f"objective = {result.objective[-1]:.6f}",
                     f"used worker slots = {result.used_slots}"]
     else:
         if run.executor:
             raise ValueError("--executor runs batch EM (--batch) on shards; online EM is "
                              "sequential")
-        if (run.max_iters, run.tol) != (DEFAULTS["max_iters"], DEFAULTS["tol"]) and err:
+        if (run.max_iters, run.tol) != (None, None) and err:
             err.write("warning: --max_iters and --tol only affect batch EM (--batch)\n")
         if model is None:
             model = CrowdModel(_config(run, data))
@@ -283,6 +300,81 @@ def run(run: CrowdRun) -> int:
         if run.method == "em":
             err.write(hypermean_text(model))
     return 0
+
+
+def _check_batch_flags(run: CrowdRun, err) -> None:
+    """Online EM's flags under --batch: -i and -t are errors, the schedule a warning."""
+    online_only = [flag for flag, value in (("--initial_model", run.initial_model),
+                                            ("--test_only", run.test_only)) if value]
+    if online_only:
+        raise ValueError(f"{' and '.join(online_only)} with --batch: "
+                         f"{'they are' if len(online_only) > 1 else 'it is'} for online EM; "
+                         "a batch fit starts afresh")
+    ignored = [flag for flag, value, default in (
+        ("--n_items", run.n_items, DEFAULTS["n_items"]), ("--passes", run.passes, 1),
+        ("--eta", run.eta, DEFAULTS["eta"]), ("--rho", run.rho, DEFAULTS["rho"]),
+        ("--initial_t", run.initial_t, DEFAULTS["initial_t"]),
+        ("--progressive", run.progressive, False)) if value != default]
+    if ignored and err:
+        one = len(ignored) == 1
+        err.write(f"warning: {', '.join(ignored)} only affect{'s' if one else ''} online EM; "
+                  f"a batch fit ignores {'it' if one else 'them'}\n")
+
+
+def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
+    """Posteriors of a baseline, BCC, EBCC, or the method auto chooses; adds summary lines."""
+    from ..crowd import baselines
+    from ..crowd.bayes import bayes_fit
+    if run.method == "auto":
+        from ..crowd.select import choose_method
+        names = tuple(name.strip() for name in run.candidates.split(",") if name.strip())
+        unknown = [name for name in names if name not in METHODS or name == "auto"]
+        if unknown or not names:
+            raise ValueError(f"--candidates {run.candidates!r}: choose among "
+                             f"{', '.join(m for m in METHODS if m != 'auto')}")
+        if err:
+            err.write(f"choosing among {', '.join(names)} by {run.folds}-fold held-out answers "
+                      "...\n")
+            err.flush()
+        fold_options = dict(run.bayes_options(),
+                            restarts=min(run.restarts, AUTO_DEFAULTS["fold_restarts"]))
+        choice = choose_method(data, names, folds=run.folds, seed=run.seed,
+                               standard_errors=run.standard_errors, ebcc_options=fold_options)
+        summary.append(f"method = auto: {choice.method} (held-out log-probability per answer: "
+                       + ", ".join(f"{name} {choice.scores[name]:.4f}"
+                                   f"{' (best)' if name == choice.best else ''}"
+                                   for name in names)
+                       + f"; within {run.standard_errors:g} standard errors of the best, the "
+                         "simplest wins)")
+        method = choice.method
+    else:
+        method = run.method
+    if method == "majority":
+        summary.append("fitted = majority vote")
+        return baselines.majority_vote(data)
+    if method == "one_coin":
+        q, iterations = baselines.one_coin_dawid_skene(data)
+        summary.append(f"fitted = one-coin Dawid-Skene ({iterations} iterations)")
+        return q
+    if method == "em":
+        from ..crowd.batch import batch_em
+        result = batch_em(data, _config(run, data), max_iters=run.max_iters or DEFAULTS[
+            "max_iters"], tol=run.tol or DEFAULTS["tol"])
+        summary.append(f"fitted = batch EM ({result.iterations} iterations)")
+        return result.q
+    options = run.bayes_options()
+    if method == "bcc":
+        options.update(subtypes=1, restarts=1)
+    result = bayes_fit(data, **options)
+    restarts = len(result.restart_elbos)
+    summary.append(f"fitted = {method.upper()} ({options['subtypes']} subtype"
+                   f"{'s' if options['subtypes'] > 1 else ''} per class, "
+                   + (f"best of {restarts} restarts: restart {result.seed}, "
+                      if restarts > 1 else "")
+                   + f"{result.iterations} iterations"
+                   + ("" if result.converged else ", stopped at --max_iters")
+                   + f", evidence lower bound {result.elbo:.4f})")
+    return result.q
 
 
 def main(run_options: CrowdRun) -> int:

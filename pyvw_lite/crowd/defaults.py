@@ -22,3 +22,14 @@ DEFAULTS = dict(
     max_iters=200,
     tol=1e-6,
 )
+
+# BCC and EBCC (Li, Rubinstein & Cohn, ICML 2019): the paper's priors and the authors' defaults,
+# none tuned here.  BCC is EBCC with one subtype per class.
+EBCC_DEFAULTS = dict(subtypes=10, a_pi=0.1, a_v=4.0, b_v=1.0, restarts=10, max_iters=500,
+                     tol=1e-3, seed=0, empirical_prior=True)
+
+# --method auto (crowd/select.py): the candidates, simplest first, and the one-standard-error
+# rule's width, chosen by leave-one-dataset-out over the twelve shared sets (docs/crowd.md);
+# restarts of EBCC inside the folds (the final fit uses --restarts).
+AUTO_DEFAULTS = dict(candidates=("majority", "one_coin", "bcc", "ebcc"), folds=5,
+                     standard_errors=8.0, fold_restarts=3)

@@ -158,6 +158,50 @@ def _repeated_pairs(item_start, rating_worker):
     return repeats
 
 
+DUPLICATE_POLICIES = ("keep", "first", "last", "vote")
+
+
+def resolve_duplicates(data: CrowdData, policy: str) -> CrowdData:
+    """One answer per (task, worker) pair, or all of them (``keep``): ``first`` and ``last`` in
+    file order, ``vote`` the pair's most frequent label (a tie: the latest of the tied)."""
+    if policy not in DUPLICATE_POLICIES:
+        raise ValueError(f"--duplicates must be one of {', '.join(DUPLICATE_POLICIES)}, not "
+                         f"{policy!r}")
+    if policy == "keep" or data.n_ratings == 0:
+        return data
+    item = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
+    pair = item * max(len(data.worker_names), 1) + data.rating_worker
+    order = np.arange(data.n_ratings)
+    keep = np.zeros(data.n_ratings, dtype=bool)
+    if policy == "vote":
+        _, pair_id = np.unique(pair, return_inverse=True)
+        pairs = int(pair_id.max()) + 1
+        votes = np.zeros((pairs, data.n_labels))
+        np.add.at(votes, (pair_id, data.rating_label), 1.0)
+        latest = np.full((pairs, data.n_labels), -1, dtype=np.int64)
+        np.maximum.at(latest, (pair_id, data.rating_label), order)
+        tied = votes == votes.max(axis=1, keepdims=True)
+        winner = np.where(tied, latest, -1).argmax(axis=1)
+        keep[latest[np.arange(pairs), winner]] = True  # the pair's last answer of that label
+    else:
+        sequence = order[::-1] if policy == "last" else order
+        _, first = np.unique(pair[sequence], return_index=True)
+        keep[sequence[first]] = True
+    return keep_answers(data, keep)
+
+
+def keep_answers(data: CrowdData, keep: np.ndarray) -> CrowdData:
+    """The same items, workers and labels with only the answers where ``keep`` is set."""
+    item = np.repeat(np.arange(data.n_items, dtype=np.int64), data.ratings_per_item())
+    item_start = np.zeros(data.n_items + 1, dtype=np.int64)
+    np.cumsum(np.bincount(item[keep], minlength=data.n_items), out=item_start[1:])
+    return CrowdData(task_names=data.task_names, worker_names=data.worker_names,
+                     label_names=data.label_names, item_start=item_start,
+                     rating_worker=data.rating_worker[keep], rating_label=data.rating_label[keep],
+                     gold=data.gold, skipped_lines=data.skipped_lines, malformed=data.malformed,
+                     gold_elsewhere=data.gold_elsewhere, notes=data.notes)
+
+
 class Column:
     """One factorized column: ``codes[row]`` indexes ``values`` (first-appearance order)."""
 
