@@ -169,3 +169,20 @@ def test_the_sklearn_style_estimators():
     model = BCC().fit(answers)
     assert model.probas_.shape == (2, 2) and model.errors_.shape == (3, 2, 2)
     np.testing.assert_allclose(model.errors_.sum(axis=2), 1.0)
+
+
+@pytest.mark.parametrize("workers", [7, 100, 100_000])
+def test_online_em_is_not_flipped_by_one_workers_many_answers_to_one_item(workers):
+    """Issue 26 item 7: one-pass online EM labelled a task with 70,000 answers "1" and 30,000
+    answers "2" as "2" with posterior 1.0: each of a worker's answers stepped its slot, all at
+    the pre-update parameters, so 10,000 answers of one worker overshot by 10,000 steps."""
+    from pyvw_lite.api.crowd import BatchEM, OnlineEM
+    rng = np.random.default_rng(1)
+    labels = np.array(["1"] * 70_000 + ["2"] * 30_000)
+    rng.shuffle(labels)
+    answers = {"task": np.array(["big"] * labels.size),
+               "worker": np.array([f"w{i % workers}" for i in range(labels.size)]),
+               "label": labels}
+    online = OnlineEM().fit(answers)
+    assert online.labels_.tolist() == ["1"] and online.probas_[0, 0] > 0.99
+    assert BatchEM().fit(answers).labels_.tolist() == ["1"]
