@@ -333,12 +333,14 @@ def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
             raise ValueError(f"--candidates {run.candidates!r}: choose among "
                              f"{', '.join(m for m in METHODS if m != 'auto')}")
         if err:
-            err.write(f"choosing among {', '.join(names)} by {run.folds}-fold held-out answers "
-                      "...\n")
+            err.write(f"choosing among {', '.join(names)} by held-out answers ...\n")
             err.flush()
+        large = data.n_ratings > AUTO_DEFAULTS["large"]  # the folds' cost: EBCC's restarts
         fold_options = dict(run.bayes_options(),
-                            restarts=min(run.restarts, AUTO_DEFAULTS["fold_restarts"]))
-        choice = choose_method(data, names, folds=run.folds, seed=run.seed,
+                            restarts=1 if large else min(run.restarts,
+                                                         AUTO_DEFAULTS["fold_restarts"]))
+        folds = min(run.folds, 3) if large else run.folds
+        choice = choose_method(data, names, folds=folds, seed=run.seed,
                                standard_errors=run.standard_errors, ebcc_options=fold_options)
         summary.append(f"method = auto: {choice.method} (held-out log-probability per answer: "
                        + ", ".join(f"{name} {choice.scores[name]:.4f}"
