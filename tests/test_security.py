@@ -640,7 +640,8 @@ def test_a_stopped_worker_is_restarted_and_one_that_stays_silent_is_named(tmp_pa
         executor.close()
 
 
-def test_ctrl_c_under_processes_stops_without_worker_tracebacks(tmp_path):
+@pytest.mark.parametrize("executor,start", [("processes:2", 5), ("dask-local:2", 12)])
+def test_ctrl_c_stops_a_sharded_run_without_worker_tracebacks(tmp_path, executor, start):
     import signal
     import subprocess
     import sys
@@ -650,10 +651,10 @@ def test_ctrl_c_under_processes_stops_without_worker_tracebacks(tmp_path):
     data.write_text("".join(f"{1 if r[0] % 2 else -1} |a f{r[0]} g{r[1]} |b h{r[2]}\n"
                             for r in rng.integers(0, 3000, size=(50_000, 3))))
     process = subprocess.Popen([sys.executable, "-m", "pyvw_lite", "-d", str(data), "--passes",
-                                "100000", "--holdout_off", "--executor", "processes:2",
+                                "100000", "--holdout_off", "--executor", executor,
                                 "--quiet"], stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
-    time.sleep(5)
+    time.sleep(start)  # the workers are up and learning
     assert process.poll() is None
     os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C on a terminal: the whole process group
     err = process.communicate(timeout=60)[1]

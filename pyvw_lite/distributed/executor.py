@@ -9,6 +9,7 @@ the cache, ECOSYSTEM §1.4).  Arrays a task receives are copied before any in-pl
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -221,6 +222,21 @@ class ProcessExecutor:
         self.owner.clear()
 
 
+@contextlib.contextmanager
+def _workers_leave_ctrl_c_to_us():
+    """Processes started inside inherit an ignored SIGINT (Python keeps a disposition its
+    parent changed), so Ctrl-C stops the driver, which closes them, instead of printing each
+    worker's KeyboardInterrupt traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class DaskExecutor:
     """Dask distributed: shards are scattered once and stay on the workers as futures."""
 
@@ -235,8 +251,9 @@ class DaskExecutor:
             self.client = Client(address)
             self.name = f"dask:{address}"
         else:
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=":0")
+            with _workers_leave_ctrl_c_to_us():
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                            processes=True, dashboard_address=":0")
             self.client = Client(self.cluster)
             self.name = f"dask-local:{workers}"
         self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
