@@ -275,6 +275,9 @@ class Driver:
             raise OptionError("--invert_hash needs a single pass over text input (no cache)")
         if o.save_resume:
             ws._log("[info] --save_resume is deprecated: models always keep their learning state")
+        for flag in ("onethread", "preserve_performance_counters", "sort_features"):
+            if getattr(o, flag):
+                ws._log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
         self.no_input = o.no_stdin and o.data is None
         if self.no_input:
             o.data = os.devnull  # VW's --no_stdin: no data file, no examples

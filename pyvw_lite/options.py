@@ -74,6 +74,13 @@ OPTIONS: tuple[Option, ...] = (
            "Input and output"),
     Option("save_resume", FLAG, False, "deprecated (models always resume); accepted for VW scripts",
            "Input and output"),
+    # VW flags that only change VW's internals: accepted with a note, so VW scripts run as they are
+    Option("onethread", FLAG, False, "accepted for VW scripts (parsing overlaps learning on a "
+           "second thread here)", "Input and output"),
+    Option("preserve_performance_counters", FLAG, False, "accepted for VW scripts (no effect: "
+           "each pass's counters are reported)", "Input and output"),
+    Option("sort_features", FLAG, False, "accepted for VW scripts (no effect: the cache keeps "
+           "the features as read)", "Input and output"),
     Option("save_per_pass", FLAG, False, "with -f FILE: also save the model after each pass, as "
            "FILE.1, FILE.2, ...", "Input and output"),
     Option("audit", FLAG, False, "print every feature of every example with index and weight",
@@ -238,7 +245,6 @@ NOT_IMPLEMENTED = {
     "cb_explore_adf": _COST_SENSITIVE, "cbify": _COST_SENSITIVE,
     "log_multi": "use --oaa, --ect or --sft", "recall_tree": "use --oaa, --ect or --sft",
     "nn": "no neural-network reduction; --dyad adds a low-rank interaction model",
-    "onethread": "parsing and learning already share one thread here; drop the flag",
     "quantile_tau": "its losses are squared, logistic and hinge",
     "expectile_q": "its losses are squared, logistic and hinge",
     "initial_weight": "weights start at 0 (the constant's at -C W)",
@@ -470,7 +476,7 @@ def help_rows(groups: Iterable[str] | None = None) -> list[tuple[str, str, str]]
         if opt.kind != FLAG:
             flag += " " + (opt.metavar or ("|".join(opt.choices) if opt.choices else "VALUE"))
         text = opt.help
-        if opt.choices:
+        if opt.choices and opt.metavar:  # without a metavar the flag column shows them
             text += f" ({'|'.join(opt.choices)})"
         if opt.kind not in (FLAG, LIST) and opt.default is not None:
             text += f" [default: {opt.default}]"

@@ -681,3 +681,43 @@ def test_outputs_sharing_stdout_come_example_by_example_as_in_vw(tmp_path):
     assert all(raw.startswith(" 1:") and predicted.split()[0] in "123"
                for raw, predicted in zip(lines[0::2], lines[1::2]))
     assert lines[0].endswith(" a") and lines[1] == "1 a"
+
+
+@pytest.mark.parametrize("argv,near", [(["evalute", "-p", "p.txt", "-d", "t.vw"], "evaluate"),
+                                       (["crwod"], "crowd"), (["spilt", "x"], "split")])
+def test_a_misspelt_command_is_named_as_one(argv, near, capsys, tmp_path, monkeypatch):
+    """Issue 29 item 4: 'evalute' was taken for a data file ('only one data file may be
+    given'), 'crwod' for a missing one."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"unknown command '{argv[0]}' (did you mean 'pyvw-lite {near}'?)" in err
+    (tmp_path / "crwod").write_text("1 |a x\n")  # an existing file is data, as in VW
+    assert main(["crwod", "--quiet"]) == 0
+
+
+def test_vw_flags_that_only_change_vws_internals_are_accepted_with_a_note(rater_task_file):
+    """Issue 29 item 5: --onethread, --preserve_performance_counters and --sort_features
+    stopped the run."""
+    flags = ["--onethread", "--preserve_performance_counters", "--sort_features"]
+    out, err, code = run_workspace(["-d", str(rater_task_file), *flags])
+    plain = run_workspace(["-d", str(rater_task_file)])[1]
+    assert code == 0 and err == plain
+    for flag in flags:
+        assert f"[info] {flag} only changes VW's internals; accepted, no effect here" in out
+
+
+def test_help_lists_choices_once_and_keeps_its_columns():
+    from pyvw_lite.cli.main import _help
+    text = _help()
+    assert "--loss_function squared|logistic|hinge\n" in text
+    assert "(squared|logistic|hinge)" not in text
+    lines = text.splitlines()
+    flags = [k for k, line in enumerate(lines) if line.lstrip().startswith("-")
+             and line.startswith("  ") and not line.startswith("  pyvw-lite")]
+    assert len(flags) > 80
+    for k in flags:  # help text starts in column 37, or on the next line after a long flag
+        line = lines[k]
+        if len(line) > 36 and line[36] != " ":
+            continue  # a flag longer than the column, alone on its line
+        assert line[36] == " " and line[37] != " " or lines[k + 1].startswith(" " * 37), line

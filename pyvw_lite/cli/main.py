@@ -38,7 +38,10 @@ def _help() -> str:
         if row_group != group:
             group = row_group
             lines += ["", f"{group}:"]
-        lines.append(f"  {flag:<34} {text}")
+        if len(flag) > 34:  # a long flag gets its own line: the text column stays aligned
+            lines += [f"  {flag}", f"  {'':<34} {text}"]
+        else:
+            lines.append(f"  {flag:<34} {text}")
     lines += ["", "Examples:",
               "  pyvw-lite -d train.vw --loss_function logistic -f model.pvw",
               "  pyvw-lite -d test.vw -t -i model.pvw -p predictions.txt",
@@ -109,7 +112,21 @@ def _dispatch(argv: list[str]) -> int:
     if "--version" in argv:
         sys.stdout.write(f"{__version__}\n")
         return 0
+    near = _misspelt_command(argv[0])
+    if near:
+        return _fail(f"unknown command '{argv[0]}' (did you mean 'pyvw-lite {near}'?); "
+                     "'pyvw-lite --help' lists the commands", 2)
     return run_vw(argv)
+
+
+def _misspelt_command(word: str) -> str | None:
+    """The subcommand ``word`` is a typo of, when it is no file and no option (``pyvw-lite
+    evalute ...`` took 'evalute' for a data file)."""
+    if word.startswith("-") or os.path.exists(word):
+        return None
+    import difflib
+    near = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def entry() -> None:
