@@ -177,6 +177,9 @@ OPTIONS: tuple[Option, ...] = (
            keep=True, metavar="R"),
     Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
            keep=True, metavar="EPS"),
+    Option("dyad_l2", FLOAT, 0.0, "L2 penalty on latent vectors: each update shrinks the "
+           "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step",
+           "Dyadic", keep=True, metavar="L2"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",

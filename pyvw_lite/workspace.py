@@ -374,6 +374,7 @@ class Workspace:
         self.params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         self.params[gd.P_LATENT_RATE] = self._latent_rate(o)
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
+        self.params[gd.P_DYAD_L2] = o.dyad_l2
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
             self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)

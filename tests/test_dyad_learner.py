@@ -394,3 +394,23 @@ def test_rows_shared_between_classes_are_detected(offsets, bits):
         hits += expected
         assert classes_share_rows(array, 0, array.size, offsets, mask) == expected, slots
     assert hits > 10  # the random cases include collisions
+
+
+@pytest.mark.parametrize("importance", [1.0, 3.0])
+def test_dyad_l2_shrinks_the_updated_latent_vectors_after_the_exact_step(importance):
+    """--dyad_l2 λ: after the loss's exact step, the example's latent vectors are multiplied
+    by 1/(1 + η·h·λ) (the penalty's proximal step); the linear weights are untouched."""
+    common = "--dyad ab --rank 3 --dyad_plain --power_t 0 -l 0.5 --dyad_rate 0.2 " \
+             "--dyad_noise 0.1 -b 12 --quiet"
+    line = [f"0.5 {importance} |a x y |b z w"]
+    plain, shrunk = Workspace(common), Workspace(common + " --dyad_l2 0.3")
+    plain.learn(line)
+    shrunk.learn(line)
+    latent = plain._latent_columns
+    factor = 1.0 / (1.0 + 0.5 * 0.2 * importance * 0.3)
+    moved = np.flatnonzero(np.any(plain.weights[:, latent] != shrunk.weights[:, latent], axis=1))
+    assert moved.size == 4  # x, y, z, w: the example's latent vectors
+    np.testing.assert_allclose(shrunk.weights[np.ix_(moved, latent)],
+                               plain.weights[np.ix_(moved, latent)] * factor, rtol=2e-7)  # float32
+    others = [c for c in range(plain.weights.shape[1]) if c not in latent]
+    np.testing.assert_array_equal(shrunk.weights[:, others], plain.weights[:, others])

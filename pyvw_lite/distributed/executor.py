@@ -277,6 +277,13 @@ class DaskExecutor:
                        for handle, extra in zip(handles, args)]
             try:
                 return self.client.gather(futures)
+            except KeyboardInterrupt:
+                # Ctrl-C: the driver stops the cluster; what the interrupted wait leaves behind
+                # (an unretrieved task exception, workers closing) is not the user's to read
+                import logging
+                for name in ("asyncio", "distributed", "tornado"):
+                    logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+                raise
             except Exception:
                 # a lost worker takes its scattered shards with it: scatter again and retry;
                 # any other failure is the task's own and would only repeat

@@ -24,9 +24,10 @@ from ..jit import kernel, prefetch_row
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, query, request, returned_label,
                                series_scratch, solve_flow)
-from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_SEED, P_ETA, P_LATENT_RATE,
-                           P_LOSS, P_NORMALIZED, P_ODE_SOLVER, P_POWER_T, P_TRAINING, T_SUM, W,
-                           X2_MAX, _decay, _namespace_range, predict_flat, prefetch_example)
+from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_L2, P_DYAD_SEED, P_ETA,
+                           P_LATENT_RATE, P_LOSS, P_NORMALIZED, P_ODE_SOLVER, P_POWER_T,
+                           P_TRAINING, T_SUM, W, X2_MAX, _decay, _namespace_range, predict_flat,
+                           prefetch_example)
 from ..learners.losses import HINGE, loss_terms
 from ..options import DYAD_SEED, OptionError, Options
 
@@ -340,6 +341,7 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     if s == 0.0:
         return s, capped
     down = up = 0.0
+    l2 = params[P_DYAD_L2]
     for side in range(n_sides):
         move = s if side == 0 else -s
         offset = sides[side, 0]
@@ -366,6 +368,13 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                     delta_b[q] = -move * cb[m] * shift
                 _move(weights, feat_hash, feat_value, ranges[m, 2], ranges[m, 3], offset, rank,
                       mask, delta_b, 1.0 / cb[m])
+            if l2 > 0.0:  # the penalty's proximal step, after the loss's exact one
+                shrink = 1.0 / (1.0 + eta * importance * l2)
+                for half in range(2):
+                    for j in range(ranges[m, 2 * half], ranges[m, 2 * half + 1]):
+                        slot = (np.int64(feat_hash[j]) + offset) & mask
+                        for q in range(rank):
+                            weights[slot, column + q] *= shrink
     return s, capped
 
 
