@@ -167,19 +167,22 @@ OPTIONS: tuple[Option, ...] = (
            "Dyadic", keep=True, layout=True, metavar="LR"),
     Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, layout=True,
            metavar="K"),
-    Option("dyad_plain", FLAG, False, "no shift: p = a·b instead of (1+a)·(1+b) - k", "Dyadic",
-           keep=True),
+    Option("dyad_plain", FLAG, False, "the plain form p = a·b (the default; kept for scripts)",
+           "Dyadic", keep=True),
+    Option("dyad_shifted", FLAG, False, "SPEC §B's shifted form p = (1+a)·(1+b) - k, with its "
+           "earlier defaults (rate 1/(2k), noise 0.01, no L2, the --power_t decay)", "Dyadic",
+           keep=True, layout=True),
     Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
-           "(default: VW-style adaptive per-feature rates)", "Dyadic", keep=True),
-    Option("dyad_rate", FLOAT, None, "the latent vectors' rate as a fraction of the plain rate "
-           "(default 1/(2k) for the shifted model: its latent gradient starts with squared norm "
-           "2k per unit feature; 1 with --dyad_plain or --dyad_plain_rate)", "Dyadic",
-           keep=True, metavar="R"),
-    Option("dyad_noise", FLOAT, 1e-2, "size of the symmetry-breaking perturbation", "Dyadic",
-           keep=True, metavar="EPS"),
-    Option("dyad_l2", FLOAT, 0.0, "L2 penalty on latent vectors: each update shrinks the "
-           "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step",
-           "Dyadic", keep=True, metavar="L2"),
+           "(default: VW-style adaptive per-feature rates); latent rate 1", "Dyadic", keep=True),
+    Option("dyad_rate", FLOAT, None, "the latent vectors' rate as a fraction of -l (default "
+           "0.03; shifted form 1/(2k))", "Dyadic", keep=True, metavar="R"),
+    Option("dyad_power_t", FLOAT, None, "decay exponent of the latent rate (default 0: "
+           "constant; shifted form: --power_t)", "Dyadic", keep=True, metavar="P"),
+    Option("dyad_noise", FLOAT, None, "size of the symmetry-breaking start of latent vectors "
+           "(default 0.1; shifted form 0.01)", "Dyadic", keep=True, metavar="EPS"),
+    Option("dyad_l2", FLOAT, None, "L2 penalty on latent vectors: each update shrinks the "
+           "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step "
+           "(default 0.15; shifted form 0)", "Dyadic", keep=True, metavar="L2"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",

@@ -168,6 +168,17 @@ def _check_learner_model(path: str, model: ModelData) -> None:
                          "model writes them)")
 
 
+def _earlier_dyad_defaults(stored: Options) -> dict:
+    """A dyadic model saved before the plain form became the default: the form and latent
+    schedule it was trained with (shifted unless --dyad_plain; rate 1/(2k), or 1 for the plain
+    form; noise 0.01; no L2; the --power_t decay), for the values it did not store."""
+    values = {"dyad_shifted": not stored.dyad_plain, "dyad_noise": 0.01, "dyad_l2": 0.0,
+              "dyad_power_t": stored.power_t}
+    if stored.dyad_plain or stored.dyad_plain_rate:
+        values["dyad_rate"] = 1.0
+    return {name: value for name, value in values.items() if name not in stored.given}
+
+
 class Workspace:
     """A learner configured by VW options; see the module docstring."""
 
@@ -222,6 +233,8 @@ class Workspace:
         kept = _stored_kept(path, model.state.get("kept", {}))
         for name in stored.given:
             kept.setdefault(name, getattr(stored, name))
+        if kept.get("dyad") and "dyad_shifted" not in kept:
+            kept.update(_earlier_dyad_defaults(stored))
         merged = options.as_dict()
         given = set(options.given)
         flags_given = any(name in given for name in UPDATE_FLAGS)
@@ -372,9 +385,11 @@ class Workspace:
         self.params[gd.P_FIXED_RANGE] = fixed
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         self.params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
-        self.params[gd.P_LATENT_RATE] = self._latent_rate(o)
+        settings = self.dyadic.settings if self.dyadic is not None else None
+        self.params[gd.P_LATENT_RATE] = settings["rate"] if settings else 1.0
+        self.params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
-        self.params[gd.P_DYAD_L2] = o.dyad_l2
+        self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
             self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)
@@ -392,24 +407,6 @@ class Workspace:
         self.skipped = 0
         self.told_soft_zero = False  # the note on logistic label 0 is given once
         self.last_rows = np.zeros(0, np.int64)
-
-    @staticmethod
-    def _latent_rate(o: Options) -> float:
-        """The latent vectors' share of the plain rate (``--dyad_rate``).
-
-        With the shift, ``∂p/∂V_f = x_f·b̃`` and ``b̃`` starts at the all-ones vector: every unit
-        feature of a dyad brings ``k`` latent coordinates per side, ``2k`` in all, of unit
-        gradient, where its linear weight brings one.  Scaling their rate by ``1/(2k)``
-        normalizes the latent block as VW's normalized update does a feature vector; on the
-        shared crowd sets it lowers progressive 0/1 loss (k = 1..3 at -b 22, k = 2 at -b 18;
-        README).  The unshifted model starts with no latent gradient: rate 1, as SPEC §B."""
-        if o.dyad_rate is not None:
-            if not o.dyad_rate > 0.0:
-                raise OptionError(f"option '--dyad_rate': {o.dyad_rate} must be positive")
-            return float(o.dyad_rate)
-        if not o.dyad or o.dyad_plain or o.dyad_plain_rate:
-            return 1.0
-        return 1.0 / (2.0 * o.rank)
 
     def _vw_layout_width(self, o: Options) -> int:
         """W of VW's layout (1 without --vw_layout): the power of two that holds every

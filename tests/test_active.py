@@ -46,7 +46,7 @@ def test_active_reaches_passive_error_with_far_fewer_labels(tmp_path):
 @pytest.mark.parametrize("rates", [["-l", "1", "--dyad_plain_rate"], []],
                          ids=["plain rate", "adaptive linear rates"])
 def test_active_dyadic_learner_queries_less_at_equal_error(tmp_path, rates):
-    errors, queries = passive_and_active(tmp_path, ["--dyad", "fg", *rates])
+    errors, queries = passive_and_active(tmp_path, ["--dyad_shifted", "--dyad", "fg", *rates])
     assert queries["active"] <= 8000
     assert errors["active"] <= errors["passive"] + 0.005
 
@@ -174,7 +174,7 @@ def class_data(path, n, seed, W, split=False):
     path.write_text("".join(f"{label} |f {features(row)}\n" for row, label in zip(X, y)))
 
 
-@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad", "fg"], "1e-4")],
+@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad_shifted", "--dyad", "fg"], "1e-4")],
                          ids=["linear", "dyadic"])
 def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_path, learner,
                                                                            mellowness):
@@ -199,7 +199,7 @@ def test_active_scoring_filter_tree_reaches_passive_error_with_fewer_labels(tmp_
     assert np.mean(errors[1:]) <= errors[0] + 0.005
 
 
-@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad", "fg"], "1e-4")],
+@pytest.mark.parametrize("learner, mellowness", [([], "1e-3"), (["--dyad_shifted", "--dyad", "fg"], "1e-4")],
                          ids=["linear", "dyadic"])
 def test_active_scoring_filter_tree_requests_labels(tmp_path, learner, mellowness):
     W = np.random.default_rng(0).normal(size=(3, 10))
@@ -228,7 +228,7 @@ def test_active_is_refused_where_spec_defines_no_sampler(args):
 
 
 @pytest.mark.parametrize("learner", ["--sgd --invariant --power_t 0 -l 0.1",
-                                     "--dyad fg --power_t 0 -l 0.3 --dyad_plain_rate"],
+                                     "--dyad_shifted --dyad fg --power_t 0 -l 0.3 --dyad_plain_rate"],
                          ids=["linear", "dyadic"])
 @pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
 def test_sft_h_min_is_the_weight_that_flips_the_weakest_match(loss, learner):

@@ -62,7 +62,7 @@ def test_option_errors_name_the_option(args, needle, capsys):
     (["--sgd", "--initial_t", "-5"], "'--initial_t': -5 must be at least 0"),
     (["--normalized", "--initial_t", "-5"], "'--initial_t': -5 must be at least 0"),
     (["--dyad", "rt", "--initial_t", "-1"], "'--initial_t': -1 must be at least 0"),
-    (["--dyad", "rt", "--dyad_noise", "-0.1"], "'--dyad_noise': -0.1 must be a finite size"),
+    (["--dyad", "rt", "--dyad_noise", "-0.1"], "'--dyad_noise': -0.1 must be a finite number, at least 0"),
     (["--dyad", "rt", "--ode_rtol", "0", "--ode_atol", "0"], "not both 0"),
     (["--dyad", "rt", "--ode_rtol", "-1e-7"], "tolerances must be finite, at least 0"),
     (["--holdout_after", "-1"], "'--holdout_after': -1 must be at least 0"),  # VW: 2^64 - 1

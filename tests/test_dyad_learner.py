@@ -40,7 +40,7 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     its own eta0 / (sqrt(G_k)·N_k)·M (G_k including this example's gradient, VW's adaptive
     normalized rate), the latent ones at eta."""
     plain = " --dyad_plain_rate" if rates == "plain" else ""
-    ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5{plain} --quiet")
+    ws = Workspace(f"--dyad_shifted --dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5{plain} --quiet")
     rng_lines = ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5", "1 |rater r_1 |task t_7"]
     for line in rng_lines * 3:  # a non-trivial, touched state
         ws.learn(line if loss != "squared" else line.replace("-1 ", "0.2 "))
@@ -84,7 +84,7 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
 def test_symmetry_is_broken_and_an_absent_side_moves_linearly():
     """[B7] the k latent dimensions start equal and are separated by the seeded perturbation;
     [B9] with the task namespace absent the rater's latent vector moves by -s·x·1."""
-    ws = Workspace("--dyad rt --rank 3 --loss_function hinge -l 0.5 --dyad_plain_rate --quiet")
+    ws = Workspace("--dyad_shifted --dyad rt --rank 3 --loss_function hinge -l 0.5 --dyad_plain_rate --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_1 |task t_2"])
     linear, latent = slots_of(ws, "rater", "r_1")
     assert len(set(np.round(ws.weights.ravel()[latent], 12))) == 3
@@ -106,7 +106,7 @@ def test_dyad_seed_chooses_the_perturbation():
     lines = ["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"]
     learned = {}
     for seed in ("", "--dyad_seed 24301", "--dyad_seed 7", "--dyad_seed 7"):
-        ws = Workspace(f"--dyad rt --rank 2 --loss_function logistic {seed} --quiet")
+        ws = Workspace(f"--dyad_shifted --dyad rt --rank 2 --loss_function logistic {seed} --quiet")
         ws.learn(lines)
         learned.setdefault(seed, []).append(ws.weights.copy())
     np.testing.assert_array_equal(learned[""][0], learned["--dyad_seed 24301"][0])
@@ -121,7 +121,7 @@ def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater
     """Learning on from a saved model equals learning on without saving: the rows touched
     after loading get the perturbation of the model's seed."""
     lines = rater_task_file.read_text().splitlines()
-    ws = Workspace(f"--dyad rt --rank 2 --loss_function logistic -l 1 {seed} --quiet")
+    ws = Workspace(f"--dyad_shifted --dyad rt --rank 2 --loss_function logistic -l 1 {seed} --quiet")
     ws.learn(lines[:2000])
     ws.save(str(tmp_path / "m"))
     again = Workspace(f"-i {tmp_path / 'm'} -l 1 --quiet")  # like VW, -l is not kept
@@ -135,7 +135,7 @@ def test_saved_dyadic_model_keeps_latent_weights_and_touched_map(tmp_path, rater
 def test_predict_only_and_readable_dyadic_models_carry_the_latent_vectors(tmp_path,
                                                                           rater_task_file):
     lines = rater_task_file.read_text().splitlines()
-    ws = Workspace("--dyad rt --rank 2 --loss_function logistic --quiet")
+    ws = Workspace("--dyad_shifted --dyad rt --rank 2 --loss_function logistic --quiet")
     ws.learn(lines[:1000])
     ws.save(str(tmp_path / "small"), predict_only=True)
     small = Workspace(["-i", str(tmp_path / "small"), "-t", "--quiet"])
@@ -154,7 +154,7 @@ def test_a_dyadic_model_of_the_spread_latent_layout_is_refused(tmp_path):
     they were of this layout: loading says so."""
     from pyvw_lite import __version__
     from pyvw_lite.io.model_io import ModelError, save_model
-    ws = Workspace("--dyad rt --rank 2 --quiet")
+    ws = Workspace("--dyad_shifted --dyad rt --rank 2 --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1"])
     data = ws.model_data()
     assert data.state["latent_columns"] == 2 and data.arrays["values"].shape[1] == 3 + 2
@@ -165,10 +165,11 @@ def test_a_dyadic_model_of_the_spread_latent_layout_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    ("--dyad rr", "with itself"), ("--dyad rt --dyad tq", "in two pairs"),
-    ("--dyad rtx", "two namespace letters"), ("--rank 2", "need --dyad"),
-    ("--dyad_rate 0.5", "need --dyad"),
-    ("--dyad rt --adaptive", "adaptive normalized rates"),
+    ("--dyad_shifted --dyad rr", "with itself"), ("--dyad_shifted --dyad rt --dyad tq", "in two pairs"),
+    ("--dyad_shifted --dyad rtx", "two namespace letters"), ("--rank 2", "needs --dyad"),
+    ("--dyad_rate 0.5", "needs --dyad"), ("--dyad rt --dyad_plain --dyad_shifted", "two forms"),
+    ("--dyad rt --dyad_l2 -1", "at least 0"), ("--dyad rt --dyad_noise inf", "finite"),
+    ("--dyad_shifted --dyad rt --adaptive", "adaptive normalized rates"),
 ])
 def test_dyad_option_errors(args, needle):
     with pytest.raises(OptionError, match=needle):
@@ -181,7 +182,8 @@ def test_dyad_beats_linear_on_rater_task_data():
     data = rater_task(n_ratings=60000, n_raters=60, n_tasks=3000, classes=2, seed=5)
     lines = data.vw_lines(binary=True)
     linear = Workspace("--loss_function logistic --sgd --invariant -l 2 --quiet")
-    dyadic = Workspace("--loss_function logistic --dyad rt --rank 1 -l 2 --dyad_plain_rate "
+    dyadic = Workspace("--loss_function logistic --dyad_shifted --dyad rt --rank 1 -l 2 "
+                       "--dyad_plain_rate "
                        "--quiet")
     labels = np.array([float(line.split()[0]) for line in lines])
 
@@ -247,7 +249,8 @@ class SmallStepMatches:
 def test_scoring_filter_tree_match_moves_both_competitors_exactly():
     """[B8] one --sft match with dyads equals tiny gradient steps on both classes' parameters
     of p_node = f(x, 0) - f(x, 1) (the second class's dyad enters with U and V swapped)."""
-    ws = Workspace("--sft 2 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
+    ws = Workspace("--sft 2 --dyad_shifted --dyad rt --rank 2 --loss_function logistic -b 20 "
+                   "-l 0.5 "
                    "--dyad_plain_rate --quiet")
     for line in ["1 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "2 |rater r_1 |task t_7"] * 3:
         ws.learn(line)
@@ -262,7 +265,8 @@ def test_a_class_that_wins_its_match_plays_the_next_from_its_updated_parameters(
     wins its first match (after the update) and meets the winner of the other subtree, with
     the parameters, the ã, b̃ and the score its first match left (the loop keeps them per class
     instead of rescoring)."""
-    ws = Workspace("--sft 4 --dyad rt --rank 2 --loss_function logistic -b 20 -l 0.5 "
+    ws = Workspace("--sft 4 --dyad_shifted --dyad rt --rank 2 --loss_function logistic -b 20 "
+                   "-l 0.5 "
                    "--dyad_plain_rate --quiet")
     for line in ["3 |rater r_1 |task t_5", "2 |rater r_2 |task t_5", "4 |rater r_1 |task t_7",
                  "1 |rater r_2 |task t_7"] * 2:
@@ -279,9 +283,9 @@ def test_a_class_that_wins_its_match_plays_the_next_from_its_updated_parameters(
 
 
 @pytest.mark.parametrize("args", ["--sgd --invariant --power_t 0 -l 0.3",
-                                  "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0 "
+                                  "--dyad_shifted --dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0 "
                                   "--dyad_plain_rate",
-                                  "--dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0"])
+                                  "--dyad_shifted --dyad rt --rank 2 --power_t 0 -l 0.3 --dyad_noise 0"])
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])
 def test_h_min_from_the_api_flips_the_prediction(args, loss):
     """Learning an example with its reverting weight h_min moves its prediction onto 0.
@@ -317,9 +321,10 @@ def test_linear_terms_learn_as_vws_default_linear_learner():
     lines = [f"{line} |f x:{rng.normal():.3f} y:{rng.uniform(0, 5):.3f}"
              for line in data.vw_lines(binary=True)]
     linear = Workspace("--loss_function logistic --quiet").learn(lines)
-    dyadic = Workspace("--loss_function logistic --dyad qz --quiet").learn(lines)
+    dyadic = Workspace("--loss_function logistic --dyad_shifted --dyad qz --quiet").learn(lines)
     np.testing.assert_allclose(dyadic, linear, atol=1e-5)
-    plain = Workspace("--loss_function logistic --dyad qz --dyad_plain_rate --quiet").learn(lines)
+    plain = Workspace("--loss_function logistic --dyad_shifted --dyad qz --dyad_plain_rate "
+                      "--quiet").learn(lines)
     assert np.abs(plain - linear).max() > 0.1  # the plain rate is another learner
 
 
@@ -345,24 +350,26 @@ def test_taylor_and_rk4_solvers_learn_the_same_model(reduction, loss):
         np.testing.assert_allclose(first, second, atol=1e-4)
 
 
-@pytest.mark.parametrize("flags,rate", [("--rank 2", 0.25), ("--rank 3", 1 / 6),
-                                        ("--rank 2 --dyad_plain", 1.0),
-                                        ("--rank 2 --dyad_plain_rate", 1.0),
+@pytest.mark.parametrize("flags,rate", [("--dyad_shifted --rank 2", 0.25),
+                                        ("--dyad_shifted --rank 3", 1 / 6),
+                                        ("--rank 2", 0.03), ("--rank 2 --dyad_plain", 0.03),
+                                        ("--dyad_shifted --rank 2 --dyad_plain_rate", 1.0),
                                         ("--rank 2 --dyad_rate 0.7", 0.7)])
 def test_the_latent_rate_is_normalized_by_the_latent_coordinates(flags, rate):
     """The shifted model's latent block starts as 2k unit coordinates per unit feature: its rate
-    is 1/(2k) of the plain one unless --dyad_rate says otherwise; a saved model keeps it."""
+    is 1/(2k) of the plain one unless --dyad_rate says otherwise; the plain form's default is
+    0.03 (docs/dyadic.md)."""
     ws = Workspace(f"--dyad rt {flags} --quiet")
     assert ws.params[P_LATENT_RATE] == pytest.approx(rate)
     with pytest.raises(OptionError, match="dyad_rate"):
-        Workspace("--dyad rt --dyad_rate 0 --quiet")
+        Workspace("--dyad_shifted --dyad rt --dyad_rate 0 --quiet")
 
 
 def test_a_lower_latent_rate_moves_the_latent_vectors_less():
     lines = [f"{1 if i % 3 else -1} |rater r_{i % 5} |task t_{i % 7}" for i in range(60)]
     moved = {}
     for rate in (1.0, 0.1):
-        ws = Workspace(f"--dyad rt --rank 2 --dyad_rate {rate} --dyad_noise 0 -b 20 --quiet")
+        ws = Workspace(f"--dyad_shifted --dyad rt --rank 2 --dyad_rate {rate} --dyad_noise 0 -b 20 --quiet")
         ws.learn(lines)
         _, latent = slots_of(ws, "rater", "r_1")
         moved[rate] = float(np.abs(ws.weights.ravel()[latent]).sum())
@@ -402,8 +409,9 @@ def test_dyad_l2_shrinks_the_updated_latent_vectors_after_the_exact_step(importa
     by 1/(1 + η·h·λ) (the penalty's proximal step); the linear weights are untouched."""
     common = "--dyad ab --rank 3 --dyad_plain --power_t 0 -l 0.5 --dyad_rate 0.2 " \
              "--dyad_noise 0.1 -b 12 --quiet"
+    plain_flags = common + " --dyad_l2 0"
     line = [f"0.5 {importance} |a x y |b z w"]
-    plain, shrunk = Workspace(common), Workspace(common + " --dyad_l2 0.3")
+    plain, shrunk = Workspace(plain_flags), Workspace(common + " --dyad_l2 0.3")
     plain.learn(line)
     shrunk.learn(line)
     latent = plain._latent_columns
@@ -414,3 +422,22 @@ def test_dyad_l2_shrinks_the_updated_latent_vectors_after_the_exact_step(importa
                                plain.weights[np.ix_(moved, latent)] * factor, rtol=2e-7)  # float32
     others = [c for c in range(plain.weights.shape[1]) if c not in latent]
     np.testing.assert_array_equal(shrunk.weights[:, others], plain.weights[:, others])
+
+
+def test_a_model_saved_before_the_plain_default_keeps_its_shifted_form(tmp_path):
+    """Models saved before the plain form became the default stored no form: they were
+    shifted, with the earlier latent schedule, and load as such (same predictions)."""
+    from pyvw_lite import __version__
+    from pyvw_lite.io.model_io import save_model
+    lines = [f"{1 if i % 3 else -1} |rater r_{i % 5} |task t_{i % 7}" for i in range(40)]
+    shifted = Workspace("--dyad_shifted --dyad rt --rank 2 --loss_function logistic --quiet")
+    shifted.learn(lines)
+    data = shifted.model_data()
+    del data.state["kept"]["dyad_shifted"]
+    data.options = [token for token in data.options if token != "--dyad_shifted"]
+    save_model(str(tmp_path / "old"), data, __version__)
+    old = Workspace(["-i", str(tmp_path / "old"), "--quiet"])
+    assert old.dyadic.shift == 1.0 and old.params[P_LATENT_RATE] == 0.25
+    np.testing.assert_array_equal(old.predict(lines), shifted.predict(lines))
+    new = Workspace("--dyad rt --rank 2 --quiet")
+    assert new.dyadic.shift == 0.0 and new.model_data().state["kept"]["dyad_shifted"] is False

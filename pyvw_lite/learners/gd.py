@@ -52,8 +52,8 @@ LEGACY_CLASS_STRIDE = 0x9E3779B1
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
     P_FIXED_RANGE, P_DYAD_ADAPTIVE, P_CLASS_STRIDE, P_ODE_SOLVER, P_LATENT_RATE, \
-    P_DYAD_SEED, P_DYAD_L2 = range(15)
-PARAM_SIZE = 15
+    P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T = range(16)
+PARAM_SIZE = 16
 WILDCARD = 58  # ':' in -q / --interactions
 # flags of a namespace letter in the ``ignore`` table: left out everywhere (--ignore, --keep),
 # or from the linear terms only (--ignore_linear: its features still enter interactions)
