@@ -67,6 +67,21 @@ class _Aggregator:
             self.labels_ = labels
             self.probas_ = q
 
+    def _publish_workers(self, data: CrowdData, matrices: np.ndarray, prior: np.ndarray) -> None:
+        """``errors_`` (each worker's confusion matrix) and ``priors_`` (the class prior), as
+        pandas objects indexed by worker and label when the input was pandas."""
+        if self._pandas:
+            import pandas as pd
+            names = self._typed(data.label_names)
+            index = pd.MultiIndex.from_product([data.worker_names, names],
+                                               names=["worker", "label"])
+            self.errors_ = pd.DataFrame(matrices.reshape(-1, len(names)), index=index,
+                                        columns=names)
+            self.priors_ = pd.Series(prior, index=names, name="prior")
+        else:
+            self.errors_ = matrices
+            self.priors_ = prior
+
     def _typed(self, names):
         """Label values as the caller gave them (numbers stay numbers)."""
         return [self._label_types.get(name, name) for name in names]
@@ -149,16 +164,7 @@ class _NominalModel(_Aggregator):
         slots = model.worker_slots(data.worker_names, grow=False)
         matrices = confusion(model.alpha[slots])
         prior = np.exp(model.theta - model.theta.max())
-        self.priors_ = prior / prior.sum()
-        if self._pandas:
-            import pandas as pd
-            names = self._typed(data.label_names)
-            index = pd.MultiIndex.from_product([data.worker_names, names], names=["worker", "label"])
-            self.errors_ = pd.DataFrame(matrices.reshape(-1, len(names)), index=index,
-                                        columns=names)
-            self.priors_ = pd.Series(self.priors_, index=names, name="prior")
-        else:
-            self.errors_ = matrices
+        self._publish_workers(data, matrices, prior / prior.sum())
 
 
 class BatchEM(_NominalModel):
@@ -248,19 +254,8 @@ class EBCC(_Aggregator):
         self.elbo_ = result.elbo
         self.n_iter_ = result.iterations
         self._publish(prepared, result.q)
-        matrices = result.confusion()
-        prior = result.class_dirichlet / result.class_dirichlet.sum()
-        if self._pandas:
-            import pandas as pd
-            names = self._typed(prepared.label_names)
-            index = pd.MultiIndex.from_product([prepared.worker_names, names],
-                                               names=["worker", "label"])
-            self.errors_ = pd.DataFrame(matrices.reshape(-1, len(names)), index=index,
-                                        columns=names)
-            self.priors_ = pd.Series(prior, index=names, name="prior")
-        else:
-            self.errors_ = matrices
-            self.priors_ = prior
+        self._publish_workers(prepared, result.confusion(),
+                              result.class_dirichlet / result.class_dirichlet.sum())
         return self
 
 
