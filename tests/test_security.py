@@ -699,3 +699,16 @@ def test_strict_parse_learns_nothing_from_a_damaged_gzip(tmp_path):
     with pytest.raises(ParseError, match=r"corrupt compressed data \(.*\); nothing was learned"):
         ws.run()
     assert not ws.weights.any() and not preds.exists() and not model.exists()
+
+
+def test_a_cache_is_written_with_the_users_umask(tmp_path):
+    """Written through a temporary file (mkstemp makes 0600), a cache ends with the mode any
+    file of the user's gets, as models and predictions do."""
+    umask = os.umask(0o022)
+    try:
+        _, cache = _cache_of(tmp_path)
+        model = tmp_path / "m.pvw"
+        run_workspace(["-d", str(tmp_path / "c.vw"), "-f", str(model), "--quiet"])
+    finally:
+        os.umask(umask)
+    assert os.stat(cache).st_mode & 0o777 == 0o644 == os.stat(model).st_mode & 0o777

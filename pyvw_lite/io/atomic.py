@@ -139,10 +139,14 @@ def temporary_beside(path: str) -> tuple[int, str]:
     remove_stale_temporaries(path)
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        return tempfile.mkstemp(prefix=f".tmp-{os.path.basename(path)}.{_host()}-{os.getpid()}.",
-                                dir=directory)
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".tmp-{os.path.basename(path)}.{_host()}-{os.getpid()}.", dir=directory)
     except OSError as exc:
         raise OSError(exc.errno, f"cannot write {path} ({exc.strerror})") from None
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a normal file respects the umask
+    return fd, temporary
 
 
 @contextlib.contextmanager
@@ -164,9 +168,6 @@ def atomic_write(path: str, binary: bool = True):
             handle.close()
         return
     fd, temporary = temporary_beside(path)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; a normal file respects the umask
     try:
         with os.fdopen(fd, "wb" if binary else "w") as handle:
             yield handle
