@@ -45,6 +45,10 @@ def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdou
                      features=features, label_text=label_text, prediction_text=prediction_text)
 
 
+UPDATE_FLAG_NOTE = ("[info] --adaptive/--normalized/--invariant under --dyad: its linear terms "
+                    "take VW's adaptive normalized rates and every step is exact already")
+
+
 class Driver:
     shared_stream = False  # -p and -r write to one descriptor: lines interleave as in VW
 
@@ -278,6 +282,11 @@ class Driver:
         for flag in ("onethread", "preserve_performance_counters", "sort_features"):
             if getattr(o, flag):
                 ws._log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
+        if o.lrqdropout:
+            ws._log("[info] --lrqdropout: the dyadic learner regularises its latent vectors with "
+                    "--dyad_l2 instead of dropout")
+        if o.dyad and (o.adaptive or o.normalized or o.invariant):
+            ws._log(UPDATE_FLAG_NOTE)
         self.no_input = o.no_stdin and o.data is None
         if self.no_input:
             o.data = os.devnull  # VW's --no_stdin: no data file, no examples

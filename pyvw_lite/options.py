@@ -167,6 +167,10 @@ OPTIONS: tuple[Option, ...] = (
            "Dyadic", keep=True, layout=True, metavar="LR"),
     Option("rank", INT, 1, "rank k of the dyadic terms", "Dyadic", keep=True, layout=True,
            metavar="K"),
+    Option("lrq", LIST, (), "VW's low-rank quadratic: --lrq abK is --dyad ab --rank K "
+           "(repeatable, one K)", "Dyadic", metavar="ABK"),
+    Option("lrqdropout", FLAG, False, "accepted for VW scripts: the dyadic learner regularises "
+           "with --dyad_l2, not dropout", "Dyadic"),
     Option("dyad_plain", FLAG, False, "the plain form p = a·b (the default; kept for scripts)",
            "Dyadic", keep=True),
     Option("dyad_shifted", FLAG, False, "SPEC §B's shifted form p = (1+a)·(1+b) - k, with its "
@@ -238,7 +242,6 @@ _COST_SENSITIVE = ("cost-sensitive and contextual-bandit reductions are not part
                    "its multiclass reductions are --oaa, --ect and --sft")
 _BATCH = "pyvw-lite learns online only (use --passes with -c for more passes)"
 NOT_IMPLEMENTED = {
-    "lrq": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
     "lrqfa": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
     "l1": "no weight regularisation is implemented",
     "l2": "no weight regularisation is implemented",
@@ -435,7 +438,27 @@ def parse_argv(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> O
                                           + positional) + ")")
         values["data"] = positional[0]
         given.add("data")
+    if values["lrq"]:
+        _lrq_as_dyad(values, given)
     return Options(values, given)
+
+
+def _lrq_as_dyad(values: dict, given: set) -> None:
+    """VW's ``--lrq abK`` in pyvw-lite's terms: ``--dyad ab --rank K`` (a model stores those)."""
+    ranks = set()
+    for term in values["lrq"]:
+        if len(term) < 3 or not term[2:].isdigit():
+            raise OptionError(f"option '--lrq': {term!r} must be two namespace letters and a rank "
+                              "(e.g. um7)")
+        values["dyad"].append(term[:2])
+        ranks.add(int(term[2:]))
+    if len(ranks) > 1 or ("rank" in given and values["rank"] not in ranks):
+        raise OptionError("option '--lrq': every pair takes one rank here (--rank is global); "
+                          f"got {', '.join(str(k) for k in sorted(ranks | ({values['rank']} if 'rank' in given else set())))}")
+    values["rank"] = ranks.pop()
+    values["lrq"] = []
+    given.discard("lrq")
+    given.update(("dyad", "rank"))
 
 
 def _is_number(token: str) -> bool:

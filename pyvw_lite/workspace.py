@@ -290,11 +290,9 @@ class Workspace:
         from .reductions import dyad
         self.dyadic = dyad.setup(o)
         if self.dyadic is not None:
-            if o.adaptive or o.normalized:
-                raise OptionError("--dyad moves its latent vectors at the plain importance-aware "
-                                  "rate and its linear terms at VW's adaptive normalized rates "
-                                  "(--dyad_plain_rate: the plain rate too); --adaptive and "
-                                  "--normalized do not apply")
+            if (o.adaptive or o.normalized) and o.dyad_plain_rate:
+                raise OptionError("--dyad_plain_rate moves every parameter at the plain rate; "
+                                  "--adaptive and --normalized do not apply")
             self.adaptive = self.normalized = False
             self.invariant = True
         elif chosen:

@@ -37,7 +37,7 @@ def test_help_is_plain_fast_and_imports_no_numba():
 @pytest.mark.parametrize("args,needle", [
     (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
     (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
-    (["--lrq", "rt2"], "VW's option '--lrq' is not implemented by pyvw-lite: use --dyad"),
+    (["--lrqfa", "rt2"], "VW's option '--lrqfa' is not implemented by pyvw-lite: use --dyad"),
     (["--l2", "1e-6"], "VW's option '--l2' is not implemented by pyvw-lite"),
     (["--quantile_tau", "0.3"], "VW's option '--quantile_tau' is not implemented by pyvw-lite: "
                                 "its losses are squared, logistic and hinge"),

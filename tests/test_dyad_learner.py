@@ -169,7 +169,9 @@ def test_a_dyadic_model_of_the_spread_latent_layout_is_refused(tmp_path):
     ("--dyad_shifted --dyad rtx", "two namespace letters"), ("--rank 2", "needs --dyad"),
     ("--dyad_rate 0.5", "needs --dyad"), ("--dyad rt --dyad_plain --dyad_shifted", "two forms"),
     ("--dyad rt --dyad_l2 -1", "at least 0"), ("--dyad rt --dyad_noise inf", "finite"),
-    ("--dyad_shifted --dyad rt --adaptive", "adaptive normalized rates"),
+    ("--dyad rt --dyad_plain_rate --adaptive", "--dyad_plain_rate moves every parameter"),
+    ("--lrq um", "two namespace letters and a rank"),
+    ("--lrq um7 --lrq ab3", "every pair takes one rank"), ("--lrq um7 --rank 3", "one rank"),
 ])
 def test_dyad_option_errors(args, needle):
     with pytest.raises(OptionError, match=needle):
@@ -441,3 +443,22 @@ def test_a_model_saved_before_the_plain_default_keeps_its_shifted_form(tmp_path)
     np.testing.assert_array_equal(old.predict(lines), shifted.predict(lines))
     new = Workspace("--dyad rt --rank 2 --quiet")
     assert new.dyadic.shift == 0.0 and new.model_data().state["kept"]["dyad_shifted"] is False
+
+
+def test_vw_lrq_is_the_dyadic_learner_and_its_update_flags_are_accepted(tmp_path):
+    """VW's movielens demo spells --lrq um7 --lrqdropout --adaptive --invariant: the same model
+    as --dyad um --rank 7, with notes for the flags that change nothing here."""
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(30) for m in range(0, 40, 3)))
+    vw_words, ours = tmp_path / "vw.pvw", tmp_path / "ours.pvw"
+    out, _, code = run_workspace(["-d", str(data), "--lrq", "um7", "--lrqdropout", "--adaptive",
+                                  "--invariant", "-f", str(vw_words)])
+    assert code == 0 and "--lrqdropout" in out and "--adaptive/--normalized/--invariant" in out
+    run_workspace(["-d", str(data), "--dyad", "um", "--rank", "7", "-f", str(ours), "--quiet"])
+    lines = data.read_text().splitlines()
+    a = Workspace(["-i", str(vw_words), "-t", "--quiet"])
+    b = Workspace(["-i", str(ours), "-t", "--quiet"])
+    assert list(a.options.dyad) == ["um"] and a.options.rank == 7
+    np.testing.assert_array_equal(a.predict(lines), b.predict(lines))
