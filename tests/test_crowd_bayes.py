@@ -186,3 +186,24 @@ def test_online_em_is_not_flipped_by_one_workers_many_answers_to_one_item(worker
     online = OnlineEM().fit(answers)
     assert online.labels_.tolist() == ["1"] and online.probas_[0, 0] > 0.99
     assert BatchEM().fit(answers).labels_.tolist() == ["1"]
+
+
+def test_crowd_estimators_follow_the_parameter_protocol_and_take_answer_rows():
+    """Issue 29 item 10: no get_params/set_params/repr, and an n x 3 array (df.to_numpy())
+    failed with 'too many values to unpack'."""
+    from pyvw_lite.api.crowd import BCC, EBCC, BatchEM, MajorityVote, OnlineEM
+    model = BatchEM(n_iter=50, sigma_alpha=2.0)
+    params = model.get_params()
+    assert params["n_iter"] == 50 and params["sigma_alpha"] == 2.0 and "priorz" in params
+    assert repr(model) == "BatchEM(sigma_alpha=2.0, n_iter=50)"
+    assert model.set_params(nu=-1.0) is model and model.nu == -1.0
+    with pytest.raises(ValueError, match="has no parameter 'bogus'"):
+        model.set_params(bogus=1)
+    assert repr(EBCC()) == "EBCC()" and BCC().get_params()["a_v"] == 4.0
+    assert OnlineEM(passes=2).get_params()["passes"] == 2 and repr(MajorityVote()) == \
+        "MajorityVote()"
+    rows = np.array([["a", "u", "x"], ["a", "v", "x"], ["a", "w", "y"],
+                     ["b", "u", "y"], ["b", "v", "y"], ["b", "w", "y"]], dtype=object)
+    assert BatchEM().fit_predict(rows).tolist() == ["x", "y"]
+    with pytest.raises(ValueError, match="3 columns"):
+        MajorityVote().fit(rows[:, :2])

@@ -2,7 +2,8 @@
 ``task``, ``worker``, ``label`` answers; fitted state ends in ``_``.
 
 A pandas DataFrame in gives pandas out (a Series of labels indexed by task, a DataFrame of
-posteriors); a dict or tuple of three arrays gives numpy out, aligned with ``tasks_``.  Gold
+posteriors); a dict or tuple of three arrays, or an n x 3 array of (task, worker, label) rows,
+gives numpy out, aligned with ``tasks_``.  Gold
 labels (``true_labels``, a Series or a dict task -> label) fix those items' labels.
 
 Example::
@@ -34,6 +35,11 @@ def _columns(data):
         return (data["task"].to_numpy(), data["worker"].to_numpy(), data["label"].to_numpy(), True)
     if isinstance(data, dict):
         return np.asarray(data["task"]), np.asarray(data["worker"]), np.asarray(data["label"]), False
+    if isinstance(data, np.ndarray) and data.ndim == 2:  # rows of (task, worker, label)
+        if data.shape[1] != 3:
+            raise ValueError(f"an answers array has 3 columns (task, worker, label), not "
+                             f"{data.shape[1]}")
+        return data[:, 0], data[:, 1], data[:, 2], False
     tasks, workers, labels = data
     return np.asarray(tasks), np.asarray(workers), np.asarray(labels), False
 
@@ -47,7 +53,41 @@ def _gold(true_labels) -> dict | None:
 
 
 class _Aggregator:
-    """Shared plumbing: input conversion and the fitted attributes."""
+    """Shared plumbing: input conversion, the fitted attributes, and scikit-learn's parameter
+    protocol (``get_params``, ``set_params``, a ``repr`` naming the non-default ones), which
+    crowd-kit's aggregators follow too."""
+
+    @classmethod
+    def _parameters(cls) -> dict:
+        """Name -> default of every constructor parameter along the class hierarchy."""
+        import inspect
+        found = {}
+        for klass in reversed(cls.__mro__):
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            for name, parameter in inspect.signature(init).parameters.items():
+                if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL,
+                                                             parameter.VAR_KEYWORD):
+                    found[name] = parameter.default
+        return found
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in self._parameters()}
+
+    def set_params(self, **values):
+        known = self._parameters()
+        for name, value in values.items():
+            if name not in known:
+                raise ValueError(f"{type(self).__name__} has no parameter {name!r} (parameters: "
+                                 f"{', '.join(known)})")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        changed = [f"{name}={getattr(self, name)!r}" for name, default in
+                   self._parameters().items() if getattr(self, name) != default]
+        return f"{type(self).__name__}({', '.join(changed)})"
 
     def _prepare(self, data, true_labels, label_names=None) -> CrowdData:
         tasks, workers, labels, self._pandas = _columns(data)
