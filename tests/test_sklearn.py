@@ -63,3 +63,14 @@ def test_sample_weight_of_the_wrong_shape_is_named_and_a_scalar_weights_every_ro
     scalar = VWRegressor().fit(X, y, sample_weight=2.0).predict(X)
     rows = VWRegressor().fit(X, y, sample_weight=np.full(50, 2.0)).predict(X)
     np.testing.assert_array_equal(scalar, rows)
+
+
+@pytest.mark.parametrize("passes", [0, -1, 1.5, True])
+def test_passes_below_one_is_an_error_not_an_unfitted_model(passes):
+    """Issue 29 item 11: VWClassifier(passes=0) or -1 returned unfitted without an error."""
+    from pyvw_lite.api.sklearn import VWClassifier, VWRegressor
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    for model, y in ((VWClassifier(passes=passes), X[:, 0] > 0), (VWRegressor(passes=passes),
+                                                                 X[:, 0])):
+        with pytest.raises(ValueError, match="a whole number of at least 1"):
+            model.fit(X, y)

@@ -94,6 +94,13 @@ class _VWEstimator(BaseEstimator):
     def _workspace_options(self) -> dict:
         return self._options()
 
+    def _passes(self) -> int:
+        """``passes``, a whole number of at least 1 (0 or -1 returned unfitted, in silence)."""
+        passes = self.passes
+        if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 1:
+            raise ValueError(f"passes={passes!r}: a whole number of at least 1")
+        return int(passes)
+
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self, "workspace_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
@@ -118,7 +125,7 @@ class VWRegressor(RegressorMixin, _VWEstimator):
 
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
-        for k in range(self.passes):
+        for k in range(self._passes()):
             self._learn(X, y, sample_weight, first=k == 0)
         return self
 
@@ -166,7 +173,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
             raise ValueError(f"Unknown label type: {kind!r}; VWClassifier needs binary or "
                              "multiclass targets")
         self.classes_ = np.unique(y)
-        for k in range(self.passes):
+        for k in range(self._passes()):
             targets = self._targets(y)
             self._learn(X, targets, sample_weight, first=k == 0)
         return self
