@@ -307,12 +307,15 @@ def test_evaluate_weighs_by_importance_as_vw_does(tmp_path):
     assert evaluate_predictions(str(scored), str(data)).notes == []  # all weights 1: no note
 
 
-def test_evaluate_refuses_regression_labels(tmp_path):
+def test_evaluate_scores_regression_labels_by_their_errors(tmp_path):
+    """Regression labels have no 0/1 loss: they get absolute and squared errors (this was an
+    error before issue 27)."""
     data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
     data.write_text("0.2 |a x\n3.5 |a y\n")
     scored.write_text("0.4\n3.1\n")
-    with pytest.raises(ValueError, match=r"d.vw: label '0.2' is not a class \(regression"):
-        evaluate_predictions(str(scored), str(data))
+    result = evaluate_predictions(str(scored), str(data))
+    np.testing.assert_allclose(result.errors, [0.2, -0.4])
+    assert "MAE = 0.300000" in result.text()
 
 
 def test_convert_back_reads_score_predictions(tmp_path, capsys):
@@ -543,3 +546,27 @@ def test_split_reads_standard_input(tmp_path, capsys, monkeypatch, packed):
     assert code == 0, err
     assert (tmp_path / "c.vw").read_bytes() == (tmp_path / "a.vw").read_bytes()
     assert (tmp_path / "d.vw").read_bytes() == (tmp_path / "b.vw").read_bytes()
+
+
+def test_evaluate_scores_ratings_by_mae_and_rmse_with_intervals(tmp_path, capsys):
+    """Issue 27 item 5: integer ratings with real-valued predictions ended in a StopIteration
+    traceback; they are regression, scored by MAE, RMSE (95% intervals) and, with --versus,
+    paired differences."""
+    from pyvw_lite.cli.main import main
+    rng = np.random.default_rng(4)
+    labels = rng.integers(1, 6, size=400)
+    good = labels + rng.normal(0, 0.5, size=400)
+    bad = labels + rng.normal(0, 1.0, size=400)
+    data, p_good, p_bad = tmp_path / "t.vw", tmp_path / "good.txt", tmp_path / "bad.txt"
+    data.write_text("".join(f"{y} |u u{i % 7} |m m{i % 11}\n" for i, y in enumerate(labels)))
+    p_good.write_text("".join(f"{v:.6f}\n" for v in good))
+    p_bad.write_text("".join(f"{v:.6f}\n" for v in bad))
+    assert main(["evaluate", "-p", str(p_good), "-d", str(data), "--versus", str(p_bad)]) == 0
+    out = capsys.readouterr().out
+    errors = np.round(good, 6) - labels
+    mae = np.abs(errors).mean()
+    half = 1.959963984540054 * np.abs(errors).std(ddof=1) / np.sqrt(400)
+    assert f"MAE = {mae:.6f} (95% interval {mae - half:.6f} .. {mae + half:.6f})" in out
+    assert f"RMSE = {np.sqrt((errors ** 2).mean()):.6f}" in out
+    gap = np.abs(errors).mean() - np.abs(np.round(bad, 6) - labels).mean()
+    assert f"minus {p_bad}: MAE {gap:+.6f}" in out and gap < 0

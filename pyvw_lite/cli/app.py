@@ -334,9 +334,11 @@ def evaluate(
     threshold: float = typer.Option(None, "--threshold", help="binary labels: a prediction above "
                                     "it is positive (default 0, or 0.5 when all lie in [0, 1])"),
 ) -> None:
-    """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix; with
-    --versus, the paired difference from another model and its exact McNemar test."""
-    from ..workflow.evaluate import evaluate_labels, evaluate_predictions, paired_difference
+    """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix (numeric
+    labels with real-valued predictions: MAE and RMSE with 95% intervals); with --versus, the
+    paired difference from another model (its exact McNemar test for classes)."""
+    from ..workflow.evaluate import (RegressionEvaluation, evaluate_labels, evaluate_predictions,
+                                     paired_difference, regression_difference)
 
     def action():
         if versus and not (predictions and data):
@@ -350,7 +352,14 @@ def evaluate(
         typer.echo(result.text(), nl=False)
         if versus:
             other = evaluate_predictions(versus, data, threshold)
-            typer.echo(paired_difference(other.hits, result.hits).text(predictions, versus))
+            if isinstance(result, RegressionEvaluation) != isinstance(other, RegressionEvaluation):
+                raise ValueError(f"{versus}: one predictions file is scored as classes, the "
+                                 "other as numbers")
+            if isinstance(result, RegressionEvaluation):
+                typer.echo(f"{predictions} minus {versus}: "
+                           + regression_difference(other, result))
+            else:
+                typer.echo(paired_difference(other.hits, result.hits).text(predictions, versus))
 
     _workflow_errors(action)
 

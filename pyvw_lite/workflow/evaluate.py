@@ -1,6 +1,7 @@
 """0/1 loss with a binomial confidence interval, per-class precision and recall, and the
 confusion matrix: of VW-style predictions against the labels of the data they were made on, or
-of crowd labels against a truth file."""
+of crowd labels against a truth file.  Numeric labels with real-valued predictions (ratings,
+regression) get MAE and RMSE with 95% intervals instead."""
 from __future__ import annotations
 
 import math
@@ -229,10 +230,58 @@ def _as_classes(labels: list[str], predictions: list[str], threshold: float | No
                 ["1" if v > threshold else negative for v in p], notes)
     if all(value.is_integer() and value >= 0 for value in y) and integral:
         return [str(int(v)) for v in y], [str(int(v)) for v in p], []
-    example = next(text for text, value in zip(labels, y)
-                   if not (value.is_integer() and value >= 0))
-    raise CrowdInputError(f"{where}: label {example!r} is not a class (regression data?); 0/1 "
-                          "loss needs binary labels -1/1 or class labels")
+    raise Regression(np.array(y), np.array(p))
+
+
+class Regression(Exception):
+    """Numeric labels with real-valued predictions: scored by absolute and squared error."""
+
+    def __init__(self, labels: np.ndarray, predictions: np.ndarray):
+        super().__init__("regression")
+        self.labels, self.predictions = labels, predictions
+
+
+def _mean_interval(values: np.ndarray, z: float = Z_95) -> tuple[float, float, float]:
+    """Mean and its normal 95% interval (the examples as independent draws)."""
+    mean = float(values.mean())
+    half = z * float(values.std(ddof=1)) / math.sqrt(values.size) if values.size > 1 else math.nan
+    return mean, mean - half, mean + half
+
+
+@dataclass
+class RegressionEvaluation:
+    """Errors of real-valued predictions: MAE and RMSE with 95% intervals."""
+    errors: np.ndarray  # prediction minus label, per labelled example
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return int(self.errors.size)
+
+    def text(self) -> str:
+        mae, low, high = _mean_interval(np.abs(self.errors))
+        mse, mse_low, mse_high = _mean_interval(self.errors ** 2)
+        return "\n".join([
+            f"examples = {self.n}",
+            f"MAE = {mae:.6f} (95% interval {low:.6f} .. {high:.6f})",
+            f"RMSE = {math.sqrt(mse):.6f} (95% interval {math.sqrt(max(mse_low, 0.0)):.6f} .. "
+            f"{math.sqrt(mse_high):.6f})",
+            f"MSE = {mse:.6f} (95% interval {mse_low:.6f} .. {mse_high:.6f})",
+            f"mean error (prediction - label) = {float(self.errors.mean()):+.6f}",
+            *self.notes]) + "\n"
+
+
+def regression_difference(a: RegressionEvaluation, b: RegressionEvaluation) -> str:
+    """Model B's absolute and squared errors minus model A's on the same examples, with paired
+    95% intervals (the per-example differences as independent draws)."""
+    if a.n != b.n:
+        raise ValueError(f"paired comparison of {a.n} and {b.n} examples")
+    lines = []
+    for name, fa, fb in (("MAE", np.abs(a.errors), np.abs(b.errors)),
+                         ("MSE", a.errors ** 2, b.errors ** 2)):
+        mean, low, high = _mean_interval(fb - fa)
+        lines.append(f"{name} {mean:+.6f} (95% paired interval {low:+.6f} .. {high:+.6f})")
+    return "; ".join(lines) + f" on {a.n} examples"
 
 
 def evaluate_predictions(predictions: str, data: str,
@@ -253,7 +302,10 @@ def evaluate_predictions(predictions: str, data: str,
         weights.append(weight)
     if not truth:
         raise CrowdInputError(f"{data}: no labelled examples to score")
-    truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
+    try:
+        truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
+    except Regression as numeric:
+        return RegressionEvaluation(errors=numeric.predictions - numeric.labels)
     result = confusion_of(truth, guesses)
     weights = np.array(weights)
     if (weights != 1.0).any() and weights.sum() > 0:  # VW's average loss weighs by importance
