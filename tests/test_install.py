@@ -158,3 +158,28 @@ def test_a_run_checks_the_kernels_of_its_own_learner():
                        ("--oaa 3 --dyad rt", oaa.oaa_dyadic_examples),
                        ("--ect 3", ect.ect_examples)):
         assert Workspace(f"{args} --quiet").learning_kernels() == (gd.expand_features, loop), args
+
+
+def test_compile_fills_the_cache_a_later_run_loads(tmp_path):
+    """Issue 28 item 4: `pyvw-lite compile MODE` fills the kernel cache ahead of time; the first
+    real run of that mode then compiles nothing (no new cache file appears)."""
+    import subprocess
+    import sys
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-m", "pyvw_lite", "compile", "binary"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "[1/1] binary ..." in done.stderr and "compiled 1 mode in" in done.stderr
+    before = sorted(p.name for p in cache.rglob("*") if p.is_file())
+    assert any(name.endswith(".nbc") for name in before)
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{1 if i % 2 else -1} |a x{i % 5} |b y{i % 3}\n" for i in range(50)))
+    run = subprocess.run([sys.executable, "-m", "pyvw_lite", "-d", str(data), "--loss_function",
+                          "logistic", "--quiet"], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == before
+    bad = subprocess.run([sys.executable, "-m", "pyvw_lite", "compile", "nope"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "unknown mode 'nope'" in bad.stderr

@@ -163,6 +163,22 @@ def crowd(
     raise typer.Exit(main(options))
 
 
+@app.command("compile")
+def compile_kernels(
+    modes: list[str] = typer.Argument(None, help="modes to compile (default: --all)"),
+    all_modes: bool = typer.Option(False, "--all", help="every mode"),
+) -> None:
+    """Fill the kernel cache ahead of time (Docker images, clusters, CI): binary, squared,
+    oaa, ect, sft, dyad, sft-dyad, oaa-dyad, active, crowd-online, crowd-batch, crowd-auto."""
+    from .prebuild import MODES, prebuild
+    chosen = list(MODES) if all_modes or not modes else list(modes)
+    try:
+        prebuild(chosen)
+    except ValueError as exc:
+        typer.echo(f"pyvw-lite: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command("bench-crowd")
 def bench_crowd(
     tasks: list[int] = typer.Option(None, "--tasks", min=1, help="tasks to generate (repeatable; "

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "split": "seeded train/test split of lines",
     "evaluate": "0/1 loss with error bars, precision/recall, confusion matrix",
     "experiment": "run a configured rater-task experiment (configs/*.toml)",
+    "compile": "fill the kernel cache ahead of time (--all, or modes)",
 }
 
 

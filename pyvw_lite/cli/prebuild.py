@@ -1,0 +1,79 @@
+"""``pyvw-lite compile``: fill numba's kernel cache ahead of time.
+
+Each mode runs a tiny job in this process through the same entry points a real run uses, so
+the kernels it compiles (same array types and layouts) are the ones a real run of that mode
+loads.  For Docker images, clusters and CI: afterwards the first real run of each mode starts
+from cached machine code.
+"""
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import numpy as np
+
+_LINES = [f"{1 if i % 3 else -1} {1 + i % 3} 'e{i} |r r{i % 5} |t t{i % 7}:0.5 |f f{i % 4}"
+          for i in range(40)]
+
+
+def _learner(*args: str) -> None:
+    from ..workspace import Workspace
+    labels_as_classes = any(a in args for a in ("--oaa", "--ect", "--sft"))
+    lines = [line.split(" ", 1)[1] if labels_as_classes else
+             " ".join(line.split(" ")[:1] + line.split(" ")[2:]) for line in _LINES]
+    ws = Workspace(list(args) + ["--quiet", "-b", "12"], stdout=io.StringIO(),
+                   stderr=io.StringIO())
+    ws.learn(lines)
+    ws.predict(lines[:3])
+
+
+def _crowd(method: str, batch: bool) -> None:
+    from .crowd import CrowdRun
+    from .crowd import run as run_crowd
+    rng = np.random.default_rng(0)
+    rows = "".join(f"t{i},w{rng.integers(9)},{rng.integers(3)}\n" for i in range(60)
+                   for _ in range(3))
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "answers.csv")
+        with open(path, "w") as handle:
+            handle.write("task,worker,label\n" + rows)
+        run_crowd(CrowdRun(answers=path, batch=batch, method=method, quiet=True, restarts=1,
+                           folds=2))
+
+
+MODES = {
+    "binary": lambda: _learner("--loss_function", "logistic"),
+    "squared": lambda: _learner("-q", "rt"),
+    "oaa": lambda: _learner("--oaa", "3"),
+    "ect": lambda: _learner("--ect", "3"),
+    "sft": lambda: _learner("--sft", "3"),
+    "dyad": lambda: _learner("--dyad", "rt", "--rank", "2"),
+    "sft-dyad": lambda: _learner("--sft", "3", "--dyad", "rt", "--rank", "2"),
+    "oaa-dyad": lambda: _learner("--oaa", "3", "--dyad", "rt", "--rank", "2"),
+    "active": lambda: _learner("--active", "--simulation", "--loss_function", "logistic"),
+    "crowd-online": lambda: _crowd("em", False),
+    "crowd-batch": lambda: _crowd("em", True),
+    "crowd-auto": lambda: _crowd("auto", True),
+}
+
+
+def prebuild(modes, out=sys.stderr) -> float:
+    """Compile the kernels of ``modes`` (names of :data:`MODES`); returns the seconds spent."""
+    unknown = [name for name in modes if name not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode {unknown[0]!r}; modes: {', '.join(MODES)}")
+    started = time.perf_counter()
+    for position, name in enumerate(modes, start=1):
+        begun = time.perf_counter()
+        out.write(f"[{position}/{len(modes)}] {name} ...")
+        out.flush()
+        MODES[name]()
+        out.write(f" {time.perf_counter() - begun:.1f} s\n")
+        out.flush()
+    total = time.perf_counter() - started
+    out.write(f"compiled {len(modes)} mode{'s' if len(modes) != 1 else ''} in {total:.1f} s; "
+              "later runs load the cached kernels\n")
+    return total
