@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 
 
 def _private_dir(path: str, uid: int) -> bool:
@@ -268,10 +269,63 @@ def skip_blas_probe() -> None:
 _announced = False
 
 
+class _CompileClock:
+    """Wall time numba spends compiling in this process (outermost compilations only: a kernel
+    compiles the helpers it inlines inside its own compilation)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self._depth = 0
+        self._started = 0.0
+
+    def on_start(self, event) -> None:
+        if self._depth == 0:
+            self._started = time.perf_counter()
+        self._depth += 1
+
+    def on_end(self, event) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._started
+
+
+_clock = _CompileClock()
+
+
+def _install_clock() -> None:
+    try:
+        from numba.core import event
+    except ImportError:  # an unknown numba: no timing, the notice still shows
+        return
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            _clock.on_start(ev)
+
+        def on_end(self, ev):
+            _clock.on_end(ev)
+
+    event.register("numba:compile", Listener())
+
+
+_install_clock()
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent compiling kernels so far (0 on a warm start)."""
+    return _clock.seconds
+
+
+def _quiet_compile() -> bool:
+    return os.environ.get("PYVW_LITE_QUIET_COMPILE", "") not in ("", "0")
+
+
 def announce_compile(*dispatchers) -> None:
-    """Tell a terminal user that the first run compiles, when no cached machine code exists yet."""
+    """One line on stderr (a terminal or not) when a kernel this run needs has no cached
+    machine code yet; :func:`report_compile` says at the end how long compiling took.
+    ``PYVW_LITE_QUIET_COMPILE=1`` silences both (the test suite sets it)."""
     global _announced
-    if _announced or not sys.stderr.isatty():
+    if _announced or _quiet_compile():
         return
     for dispatcher in dispatchers:
         if dispatcher.signatures:
@@ -281,6 +335,15 @@ def announce_compile(*dispatchers) -> None:
         index_path = getattr(cache_file, "_index_path", None)
         if index_path is None or not os.path.exists(index_path):
             _announced = True
-            sys.stderr.write("pyvw-lite: compiling (first run only) ...\n")
+            sys.stderr.write("pyvw-lite: compiling kernels for this mode (once: later runs load "
+                             "them from the cache; `pyvw-lite compile` does it ahead) ...\n")
             sys.stderr.flush()
             return
+
+
+def report_compile() -> None:
+    """After an announced compilation: one line with the seconds it took."""
+    if _announced and not _quiet_compile() and compile_seconds() > 0.0:
+        sys.stderr.write(f"pyvw-lite: compiled in {compile_seconds():.1f} s (not counted in the "
+                         "figures above)\n")
+        sys.stderr.flush()

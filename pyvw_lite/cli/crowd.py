@@ -202,7 +202,9 @@ def run(run: CrowdRun) -> int:
                      if data.duplicates else "")
                   + (f", repeated task-worker answers resolved by --duplicates {run.duplicates}"
                      if run.duplicates != "keep" else "") + "\n")
+    from ..jit import compile_seconds
     fit_started = time.perf_counter()
+    compiled_before = compile_seconds()
     summary = []
     if run.batch:
         _check_batch_flags(run, err)
@@ -270,7 +272,8 @@ def run(run: CrowdRun) -> int:
             q = run_online(data, model, test_only=True).q
         summary += [f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
                     f"item counter t = {model.t}"]
-    fit_seconds = time.perf_counter() - fit_started
+    compiling = compile_seconds() - compiled_before
+    fit_seconds = time.perf_counter() - fit_started - compiling
     if run.method == "em" and model.config.worker_map == "hash":
         slots = model.worker_slots(data.worker_names)
         shared = int((np.bincount(slots)[slots] > 1).sum())
@@ -293,7 +296,9 @@ def run(run: CrowdRun) -> int:
             err.write(f"skipped malformed rows = {data.malformed}\n")
         for line in summary:
             err.write(line + "\n")
-        err.write(f"load seconds = {loaded:.3f}\nfit seconds = {fit_seconds:.3f}\n")
+        err.write(f"load seconds = {loaded:.3f}\nfit seconds = {fit_seconds:.3f}\n"
+                  + (f"compile seconds = {compiling:.3f} (once; not in fit seconds)\n"
+                     if compiling > 0 else ""))
         if run.truth:
             accuracy, count = _accuracy(data, labels, run.truth)
             err.write(f"accuracy on {count} truth items = {accuracy:.4f}\n")

@@ -91,10 +91,16 @@ def _reader_went_away() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--quiet" in argv:  # nothing but errors: no word on compiling either
+        os.environ["PYVW_LITE_QUIET_COMPILE"] = "1"
     try:
-        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        code = _dispatch(argv)
     except BrokenPipeError:
         return _reader_went_away()
+    if "pyvw_lite.jit" in sys.modules:  # kernels were used: say how long compiling took
+        sys.modules["pyvw_lite.jit"].report_compile()
+    return code
 
 
 def _dispatch(argv: list[str]) -> int:

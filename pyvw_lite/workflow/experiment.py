@@ -331,8 +331,10 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                           f"(models: {', '.join(names)})")
     result.baseline = baseline
     hits = {}
+    from ..jit import compile_seconds
     for position, (model, tool) in enumerate(plan):
         started = time.perf_counter()
+        compiled_before = compile_seconds()
         if model.get("constant"):
             constant = Counter(_labels_of(train)).most_common(1)[0][0]
             hits[model["name"]] = np.array([label == constant for label in test_labels])
@@ -356,7 +358,8 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
         result.results.append(ModelResult(name=model["name"], tool=tool, args=args,
                                           test_examples=n, errors=int(errors), loss=errors / n,
                                           low=low, high=high,
-                                          seconds=time.perf_counter() - started))
+                                          seconds=time.perf_counter() - started
+                                          - (compile_seconds() - compiled_before)))
     if baseline is not None:
         for r in result.results:
             r.versus = asdict(paired_difference(hits[baseline], hits[r.name]))
