@@ -127,7 +127,6 @@ def test_duplicate_policies():
     workers = np.array(["u", "u", "u", "v", "u", "u", "v"])
     labels = np.array(["x", "y", "y", "x", "x", "y", "y"])
     data = from_arrays(tasks, workers, labels)
-    u, x = list(data.worker_names).index("u"), data.label_names.index("x")
 
     def pairs(policy):
         kept = resolve_duplicates(data, policy)
@@ -145,7 +144,6 @@ def test_duplicate_policies():
     assert sorted(np.array(kept.label_names)[kept.rating_label]) == ["x", "y"]
     with pytest.raises(ValueError, match="--duplicates must be one of"):
         resolve_duplicates(data, "mode")
-    del u, x
 
 
 def test_auto_chooses_by_held_out_answers_and_says_so(tmp_path, capsys):

@@ -255,7 +255,7 @@ def test_a_flipped_cache_bit_is_a_clean_error(tmp_path, capsys):
 def test_cache_fuzz_is_refused_or_reads_the_same_examples(tmp_path):
     """10,000 seeded mutations of a three-block cache (tags, values, weights, label text):
     each is refused with a CacheError or reads exactly the cached examples."""
-    from pyvw_lite.io.cache import CacheError, CacheReader
+    from pyvw_lite.io.cache import CacheError
     lines = "".join(f"{1 + i % 3} {1 + i % 2} 'g{i} |a x{i % 13}:{i % 5} |b y{i % 11}\n"
                     for i in range(40))
     data, cache = _cache_of(tmp_path, lines, ["--oaa", "3", "--named_labels", "1,2,3"])
@@ -283,7 +283,6 @@ def test_cache_fuzz_is_refused_or_reads_the_same_examples(tmp_path):
                 np.testing.assert_array_equal(a, b)
         same += 1
     assert same < 10  # only mutations that change nothing (an overwrite with equal bytes)
-    del CacheReader
 
 
 def test_cache_file_never_overwrites_a_file_that_is_no_cache(tmp_path, capsys):

@@ -137,7 +137,6 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
                 score[c] = math.exp(score[c] - top)
                 norm += score[c]
             total += top + math.log(norm)
-            k = 0
             old = 0.0
             new = 0.0
             for c in range(KM):
@@ -149,7 +148,6 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
                     move = max(move, abs(new - old))
                     old = 0.0
                     new = 0.0
-                    k += 1
         bounds[chunk] = total
         moves[chunk] = move
     return bounds.sum(), moves.max()
