@@ -154,6 +154,8 @@ class Driver:
         lines = []
         if o.testonly:
             lines.append("only testing")
+        lines += [f"using {name} regularization = {value:g}"
+                  for name, value in (("l1", o.l1), ("l2", o.l2)) if value > 0.0]
         if ws.reduction is not None and ws.reduction.names is not None:
             lines.append(f"parsed {len(ws.reduction.names)} named labels")
         if o.final_regressor:
@@ -473,7 +475,8 @@ class Driver:
             self._write_invert_hash(o.invert_hash)
         if self.err is not None:
             constant = None if ws.reduction is not None else self.progress.best_constant(
-                ws.loss_name, lambda p, y: loss_value(ws.loss, p, y))
+                ws.loss_name, lambda p, y: loss_value(ws.loss, p, y, o.quantile_tau),
+                o.quantile_tau)
             if ws.skipped:
                 self.progress.extra_summary.append(f"skipped examples = {ws.skipped}")
             if ws.active is not None and o.simulation:  # as VW: not for label requests
@@ -487,6 +490,10 @@ class Driver:
             self.err.write(self.progress.summary(passes_used, constant))
 
     def _write_invert_hash(self, path: str) -> None:
+        with self.ws.synced_weights():
+            self._write_invert_hash_synced(path)
+
+    def _write_invert_hash_synced(self, path: str) -> None:
         ws = self.ws
         predict_only = self.o.predict_only_model
         resume = None if predict_only else ws.resume_lines()

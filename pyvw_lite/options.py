@@ -124,7 +124,9 @@ OPTIONS: tuple[Option, ...] = (
            keep=True),
     # learning
     Option("loss_function", STR, "squared", "loss function", "Learning",
-           choices=("squared", "logistic", "hinge"), keep=True),
+           choices=("squared", "logistic", "hinge", "quantile"), keep=True),
+    Option("quantile_tau", FLOAT, 0.5, "the quantile loss's τ: the prediction aims at the "
+           "τ-quantile of the label (0.5: the median)", "Learning", keep=True, metavar="TAU"),
     Option("logistic_min", FLOAT, -1.0, "logistic label read as class -1 (between it and "
            "--logistic_max: a soft label)", "Learning", keep=True, metavar="Y"),
     Option("logistic_max", FLOAT, 1.0, "logistic label read as class 1", "Learning", keep=True,
@@ -133,6 +135,11 @@ OPTIONS: tuple[Option, ...] = (
            "Learning", short="l", resume=True, metavar="ETA"),
     Option("power_t", FLOAT, 0.5, "learning-rate decay exponent", "Learning", resume=True,
            metavar="P"),
+    Option("l1", FLOAT, 0.0, "L1 penalty: truncated-gradient shrinkage of the linear weights, "
+           "as VW's --l1", "Learning", metavar="L"),
+    Option("l2", FLOAT, 0.0, "L2 penalty: global contraction of the linear weights, as VW's "
+           "--l2 (with --dyad: a shrink of each example's linear weights; latent vectors take "
+           "--dyad_l2)", "Learning", metavar="L"),
     Option("initial_t", FLOAT, 0.0, "initial time of the learning-rate schedule", "Learning",
            metavar="T0"),
     Option("decay_learning_rate", FLOAT, 1.0, "multiply the learning rate by D after each pass",
@@ -243,8 +250,6 @@ _COST_SENSITIVE = ("cost-sensitive and contextual-bandit reductions are not part
 _BATCH = "pyvw-lite learns online only (use --passes with -c for more passes)"
 NOT_IMPLEMENTED = {
     "lrqfa": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
-    "l1": "no weight regularisation is implemented",
-    "l2": "no weight regularisation is implemented",
     "daemon": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
     "port": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
     "bfgs": _BATCH, "conjugate_gradient": _BATCH, "ftrl": _BATCH, "pistol": _BATCH,
@@ -254,8 +259,7 @@ NOT_IMPLEMENTED = {
     "cb_explore_adf": _COST_SENSITIVE, "cbify": _COST_SENSITIVE,
     "log_multi": "use --oaa, --ect or --sft", "recall_tree": "use --oaa, --ect or --sft",
     "nn": "no neural-network reduction; --dyad adds a low-rank interaction model",
-    "quantile_tau": "its losses are squared, logistic and hinge",
-    "expectile_q": "its losses are squared, logistic and hinge",
+    "expectile_q": "its losses are squared, logistic, hinge and quantile",
     "initial_weight": "weights start at 0 (the constant's at -C W)",
     "random_weights": "weights start at 0 (the constant's at -C W)",
     "normal_weights": "weights start at 0 (the constant's at -C W)",

@@ -142,3 +142,40 @@ def _distinct_draws(rng, p: np.ndarray, rows: int, per_row: int) -> np.ndarray:
         out[pending[complete]] = chosen
         pending = pending[~complete]
     return out
+
+
+def user_item_ratings(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items: int = 3_700,
+                      rank: int = 8, latent_sd: float = 0.6, noise_sd: float = 0.8,
+                      seed: int = 12345) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(users, items, ratings)``: integer ratings 1..5 of a low-rank model with biases,
+    ``round(3.5 + b_u + b_i + p_u·q_i + noise)`` with ``p_u·q_i`` of standard deviation
+    ``latent_sd``; users' activity is log-normal and items' popularity Zipf-like, and no pair is
+    rated twice (so slightly fewer than ``n_ratings`` come back when pairs collide)."""
+    rng = np.random.default_rng(seed)
+    p = rng.normal(0.0, 1.0, (n_users, rank))
+    q = rng.normal(0.0, 1.0, (n_items, rank))
+    scale = latent_sd / np.sqrt(rank)  # p_u·q_i has variance rank·scale² = latent_sd²
+    user_bias = rng.normal(0.0, 0.4, n_users)
+    item_bias = rng.normal(0.0, 0.5, n_items)
+    activity = rng.lognormal(0.0, 1.0, n_users)
+    popularity = 1.0 / np.arange(1, n_items + 1) ** 0.9
+    popularity = popularity[rng.permutation(n_items)]
+    users = rng.choice(n_users, size=n_ratings, p=activity / activity.sum())
+    items = rng.choice(n_items, size=n_ratings, p=popularity / popularity.sum())
+    _, first = np.unique(users.astype(np.int64) * n_items + items, return_index=True)
+    keep = np.sort(first)
+    users, items = users[keep], items[keep]
+    mean = 3.5 + user_bias[users] + item_bias[items] + scale * np.einsum(
+        "ij,ij->i", p[users], q[items])
+    ratings = np.clip(np.rint(mean + rng.normal(0.0, noise_sd, users.size)), 1, 5).astype(int)
+    return users, items, ratings
+
+
+def write_ratings(path: str, users: np.ndarray, items: np.ndarray, ratings: np.ndarray,
+                  chunk: int = 200_000) -> None:
+    """VW lines ``<rating> |u u_<user> |m m_<item>`` (the namespaces of VW's movielens demo)."""
+    with open(path, "w") as handle:
+        for start in range(0, users.size, chunk):
+            part = slice(start, start + chunk)
+            handle.write("".join(f"{r} |u u_{u} |m m_{i}\n" for r, u, i in zip(
+                ratings[part].tolist(), users[part].tolist(), items[part].tolist())))

@@ -10,6 +10,7 @@ The same object serves the command line (``run``) and Python (``learn``/``predic
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import zlib
@@ -28,7 +29,7 @@ from .io.vw_text import (ERR_CODE, ERR_NEGATIVE_IMPORTANCE, INITIAL, LABEL, MALF
 from .jit import announce_compile
 from .learners import gd
 from .learners.dyadic import RK4, TAYLOR
-from .learners.losses import HINGE, LOGISTIC, LOSS_CODES
+from .learners.losses import HINGE, LOGISTIC, LOSS_CODES, QUANTILE
 from .options import (BY_NAME, FLAG, LIST, UPDATE_FLAGS, OptionError, Options, options_from,
                       _convert as _convert_option,
                       parse_argv)
@@ -286,6 +287,9 @@ class Workspace:
         self.mask = (1 << self.bits) - 1
         self.loss_name = o.loss_function
         self.loss = LOSS_CODES[self.loss_name]
+        if not 0.0 < o.quantile_tau < 1.0:
+            raise OptionError(f"option '--quantile_tau': {o.quantile_tau:g} must be between 0 "
+                              "and 1 (0.5 aims at the median)")
         chosen = {name for name in UPDATE_FLAGS if name in o.given}
         from .reductions import dyad
         self.dyadic = dyad.setup(o)
@@ -338,6 +342,11 @@ class Workspace:
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         from .reductions import active
         self.active = active.setup(o)
+        if self.active is not None and self.loss == QUANTILE:
+            raise OptionError("--active is defined for the squared, logistic and hinge losses "
+                              "(SPEC §C); the quantile loss has no h_min here")
+        if o.l1 or o.l2:
+            self._check_regularization(o)
         if self.active is not None and self.reduction is not None and \
                 self.reduction.name != "sft":  # SPEC §C.3 defines no sampler for --oaa, --ect
             raise OptionError("--active needs a binary learner or --sft (SPEC §C.3 defines no "
@@ -388,6 +397,10 @@ class Workspace:
         self.params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
         self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
+        self.params[gd.P_TAU] = o.quantile_tau
+        self.params[gd.P_L1] = o.l1
+        self.params[gd.P_L2] = o.l2
+        self.params[gd.P_CONTRACTION] = 1.0
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
             self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         self.slot_multiplier = self._vw_layout_width(o)
@@ -830,7 +843,46 @@ class Workspace:
         return out
 
     # ------------------------------------------------------------------ persistence
+    @contextlib.contextmanager
+    def synced_weights(self):
+        """The weights with ``--l1``/``--l2``'s pending truncation and contraction folded in,
+        for writing a model; learning then goes on from the unfolded state, as in VW, where
+        a weight truncated to 0 keeps its stored value until the run ends (a mid-run save
+        must not change the run)."""
+        if self.params[gd.P_GRAVITY] == 0.0 and self.params[gd.P_CONTRACTION] == 1.0:
+            yield
+            return
+        weights, params = self.weights[:, gd.W].copy(), self.params.copy()
+        gd.sync_weights(self.weights, self.params)
+        try:
+            yield
+        finally:
+            self.weights[:, gd.W] = weights
+            self.params[:] = params
+
+    def _check_regularization(self, o: Options) -> None:
+        """``--l1``/``--l2`` as VW's gd keeps them: global bookkeeping of the linear learner."""
+        for name in ("l1", "l2"):
+            value = getattr(o, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise OptionError(f"option '--{name}': {value:g} must be a number of at least 0")
+        if self.reduction is not None:
+            raise OptionError("--l1 and --l2 apply to the linear learner; the multiclass "
+                              "reductions (--oaa, --ect, --sft) do not implement them")
+        if self.active is not None:
+            raise OptionError("--active's h_min assumes unregularised updates; --l1 and --l2 "
+                              "cannot go with it")
+        if o.executor:
+            raise OptionError("--l1 and --l2 keep one global contraction per learner; they "
+                              "cannot go with --executor's averaged shards")
+        if self.dyadic is not None and o.l1:
+            raise OptionError("--dyad takes --l2 (and --dyad_l2), not --l1")
+
     def model_data(self, predict_only: bool | None = None) -> ModelData:
+        with self.synced_weights():
+            return self._model_data(predict_only)
+
+    def _model_data(self, predict_only: bool | None) -> ModelData:
         predict_only = self.options.predict_only_model if predict_only is None else predict_only
         columns = [gd.W] if predict_only or self.stride == 1 else [gd.W, gd.G, gd.N]
         values = self.weights[:, columns + self._latent_columns]
@@ -870,6 +922,10 @@ class Workspace:
             self.write_readable_model(self.options.readable_model)
 
     def write_readable_model(self, path: str) -> None:
+        with self.synced_weights():
+            self._write_readable_model(path)
+
+    def _write_readable_model(self, path: str) -> None:
         predict_only = self.options.predict_only_model
         resume = None if predict_only else self.resume_lines()
         shown = [gd.W] + self._latent_columns

@@ -38,9 +38,15 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
     (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
     (["--lrqfa", "rt2"], "VW's option '--lrqfa' is not implemented by pyvw-lite: use --dyad"),
-    (["--l2", "1e-6"], "VW's option '--l2' is not implemented by pyvw-lite"),
-    (["--quantile_tau", "0.3"], "VW's option '--quantile_tau' is not implemented by pyvw-lite: "
-                                "its losses are squared, logistic and hinge"),
+    (["--bfgs"], "VW's option '--bfgs' is not implemented by pyvw-lite"),
+    (["--expectile_q", "0.3"], "VW's option '--expectile_q' is not implemented by pyvw-lite: "
+                               "its losses are squared, logistic, hinge and quantile"),
+    (["--l1", "1e-3", "--oaa", "3"], "--l1 and --l2 apply to the linear learner"),
+    (["--l2", "-1"], "option '--l2': -1 must be a number of at least 0"),
+    (["--quantile_tau", "1.5", "--loss_function", "quantile"],
+     "option '--quantile_tau': 1.5 must be between 0 and 1"),
+    (["--loss_function", "quantile", "--active", "--simulation"],
+     "--active is defined for the squared, logistic and hinge losses"),
     (["--math-mode", "1"], "VW's option '--math-mode' is not implemented by pyvw-lite: "
                            "pyvw-lite implements VW's linear learner"),
     (["--exampels", "3"], "unrecognised option '--exampels' (did you mean '--examples'?)"),
@@ -321,8 +327,12 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     assert [r.scenario for r in results] == ["binary logistic, 1 pass, text",
                                              "binary logistic, 1 pass, cache",
                                              "--sft 5 (VW: --ect 5), 1 pass, text",
-                                             "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)"]
+                                             "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)",
+                                             "ratings --lrq um8, 5 passes, cache"]
     assert results[0].ours_loss == results[1].ours_loss
+    assert results[4].examples == 5 * sum(1 for _ in open(
+        tmp_path / "ratings_2000_12345.vw"))  # five passes over the ratings file
+    assert float(results[4].ours_loss) < 1.0  # squared loss on ratings 1..5: it learned
     assert "ratio" in out.getvalue()
     assert "nan" not in out.getvalue() and "None" not in out.getvalue()  # VW's cells: '-'
 
@@ -710,8 +720,8 @@ def test_vw_flags_that_only_change_vws_internals_are_accepted_with_a_note(rater_
 def test_help_lists_choices_once_and_keeps_its_columns():
     from pyvw_lite.cli.main import _help
     text = _help()
-    assert "--loss_function squared|logistic|hinge\n" in text
-    assert "(squared|logistic|hinge)" not in text
+    assert "--loss_function squared|logistic|hinge|quantile\n" in text
+    assert "(squared|logistic|hinge|quantile)" not in text
     lines = text.splitlines()
     flags = [k for k, line in enumerate(lines) if line.lstrip().startswith("-")
              and line.startswith("  ") and not line.startswith("  pyvw-lite")]

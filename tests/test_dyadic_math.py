@@ -7,8 +7,9 @@ import pytest
 from pyvw_lite.learners.dyadic import (RK4, SERIES_ORDER, TAYLOR, UNREACHABLE, dp_ds,
                                        dyad_increments, dyad_terms, hinge_step, hmin_dyadic,
                                        hmin_linear, ode_step, p_inverse, p_of_s,
-                                       query_probability, series_scratch, solve_flow)
-from pyvw_lite.learners.losses import HINGE, LOGISTIC, SQUARED
+                                       quantile_step, query_probability, series_scratch,
+                                       solve_flow)
+from pyvw_lite.learners.losses import HINGE, LOGISTIC, QUANTILE, SQUARED, loss_slope
 
 # SPEC §B.3 golden example: effective latent vectors, c_a = c_b = 1, x = (1, 2), w0 = (.1, -.2)
 A0 = np.array([0.5, -0.25, 1.0])
@@ -103,6 +104,27 @@ def test_golden_hinge_step_and_parameter_update():
     assert p_of_s(p0, s, X, U, V, r) == pytest.approx(0.18406981411278, rel=1e-12)
     assert hinge_step(p0, 1.0, X, U, V, r, 0.5, 1.0) == pytest.approx(-0.2111981841643341,
                                                                        rel=1e-11)
+
+
+@pytest.mark.parametrize("tau,y,h", [(0.3, 2.0, 0.4), (0.3, 2.0, 50.0), (0.8, -1.5, 0.3),
+                                     (0.8, -1.5, 40.0), (0.5, -0.55, 1.0)])
+def test_quantile_step_is_the_limit_of_tiny_steps(tau, y, h):
+    """The dyadic quantile step (closed form: constant speed τη or (1−τ)η in s, stopping at
+    p⁻¹(y)) against 100,000 Euler steps of ds/dτ = l'(p(s)) (p falls as s grows) along the
+    golden state's flow."""
+    p0, X, U, V, r = golden_state()
+    eta = 0.5
+    s = quantile_step(p0, y, tau, X, U, V, r, eta, h)
+    n = 100_000
+    dt = eta * h / n
+    fine = 0.0
+    for _ in range(n):
+        fine += dt * loss_slope(QUANTILE, p_of_s(p0, fine, X, U, V, r), y, tau)
+    assert s == pytest.approx(fine, abs=2 * dt + 1e-12)
+    p = p_of_s(p0, s, X, U, V, r)
+    assert (p - y) * (p0 - y) >= -1e-12  # never past the label
+    if y != p0 and eta * h * max(tau, 1 - tau) > abs(p_inverse(p0, y, X, U, V, r)[0]):
+        assert p == pytest.approx(y, abs=1e-10)  # a large weight lands on the label
 
 
 def test_golden_ode_steps_and_stiff_squared():

@@ -57,3 +57,68 @@ def test_predictions_match_vw(name, loss, tmp_path):
         ours, theirs = ours[:25], theirs[:25]
         tolerance = 1e-4
     np.testing.assert_allclose(ours, theirs, rtol=tolerance, atol=tolerance)
+
+
+# --l1/--l2 (VW's truncation gravity and global contraction) and the quantile loss, against VW
+# 9.11.9's -p files and summaries (vw.reg.<name>.*)
+REGULARIZED = {
+    "l2_1e-3": ("regression.vw", "--l2 1e-3"),
+    "l1_1e-3": ("regression.vw", "--l1 1e-3"),
+    "l1_l2": ("regression.vw", "--l1 1e-4 --l2 1e-3"),
+    "l2_sgd": ("regression.vw", "--l2 1e-3 --sgd -l 0.05"),
+    "l1_normalized_invariant": ("regression.vw", "--l1 1e-3 --normalized --invariant"),
+    "l1_l2_logistic": ("binary.vw", "--l1 1e-4 --l2 1e-4 --loss_function logistic"),
+    "quantile": ("regression.vw", "--loss_function quantile"),
+    "quantile_tau0.2_sgd": ("regression.vw",
+                            "--loss_function quantile --quantile_tau 0.2 --sgd -l 0.1"),
+    "quantile_tau0.7_l1": ("regression.vw", "--loss_function quantile --quantile_tau 0.7 --l1 1e-3"),
+    "quantile_adaptive_invariant": ("regression.vw", "--loss_function quantile --quantile_tau 0.3 "
+                                    "--adaptive --invariant"),
+}
+
+
+def summary_numbers(text: str) -> dict:
+    keys = ("average loss", "best constant", "best constant's loss")
+    return {key: float(value) for key, _, value in
+            (line.partition(" = ") for line in text.splitlines()) if key in keys}
+
+
+@pytest.mark.parametrize("name", list(REGULARIZED))
+def test_regularized_and_quantile_runs_match_vw(name, tmp_path):
+    data, flags = REGULARIZED[name]
+    out = tmp_path / "p.txt"
+    _, err, code = run_workspace(["-d", str(HERE / data), "-p", str(out), *flags.split()])
+    assert code == 0
+    ours, our_tags = read_predictions(out)
+    theirs, their_tags = read_predictions(HERE / f"vw.reg.{name}.predict")
+    assert our_tags == their_tags
+    tolerance = 2e-4 if "logistic" in flags else 2e-5
+    np.testing.assert_allclose(ours, theirs, rtol=tolerance, atol=tolerance)
+    vw_summary = summary_numbers((HERE / f"vw.reg.{name}.stderr").read_text())
+    assert set(summary_numbers(err)) == set(vw_summary)
+    for key, value in summary_numbers(err).items():
+        assert value == pytest.approx(vw_summary[key], abs=2e-6), key
+    header = [line for line in err.splitlines() if "regularization" in line]
+    assert header == [line for line in (HERE / f"vw.reg.{name}.stderr").read_text().splitlines()
+                      if "regularization" in line]
+
+
+def test_l1_truncation_survives_passes_and_saves_as_in_vw(tmp_path):
+    """Three passes over a cache with holdout (so the model is saved after each improving pass):
+    VW folds the gravity and contraction into the weights only for the file it writes, and a
+    weight truncated to 0 keeps its stored value while learning goes on; folding them in at a
+    pass end or a save changes the second pass's predictions (by up to 0.45 here)."""
+    out, model = tmp_path / "p.txt", tmp_path / "m.pvw"
+    _, _, code = run_workspace(["-d", str(HERE / "regression.vw"), "--l1", "1e-3", "--l2", "1e-4",
+                                "--passes", "3", "-c", "--cache_file", str(tmp_path / "c"),
+                                "-f", str(model), "-p", str(out), "--quiet"])
+    assert code == 0
+    ours, _ = read_predictions(out)
+    theirs, _ = read_predictions(HERE / "vw.reg.l1_l2_passes.predict")
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
+    _, _, code = run_workspace(["-d", str(HERE / "regression.vw"), "-t", "-i", str(model),
+                                "-p", str(out), "--quiet"])
+    assert code == 0
+    ours, _ = read_predictions(out)
+    theirs, _ = read_predictions(HERE / "vw.reg.l1_l2_passes.test.predict")
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)

@@ -5,14 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from pyvw_lite.learners.losses import (HINGE, LOGISTIC, SQUARED, importance_aware_update,
-                                       logistic_delta, loss_terms)
+from pyvw_lite.learners.losses import (HINGE, LOGISTIC, QUANTILE, SQUARED,
+                                       importance_aware_update, logistic_delta, loss_slope,
+                                       loss_terms, plain_update)
 
 
 def step(loss, p0, y, eta, h, X):
     """SPEC's flow coordinate s (= -u) for flow time eta*h along a vector of norm² X."""
     aux = math.exp(-abs(y * p0)) if loss == LOGISTIC else 0.0
-    return -importance_aware_update(loss, p0, y, eta * h, X, aux)
+    return -importance_aware_update(loss, p0, y, eta * h, X, aux, 0.5)
 
 
 def derivative(loss, p, y):
@@ -118,7 +119,7 @@ def test_huge_weights_saturate():
 
 
 def test_loss_terms_share_one_exponential():
-    value, gradient2, aux = loss_terms(LOGISTIC, 0.7, -1.0)
+    value, gradient2, aux = loss_terms(LOGISTIC, 0.7, -1.0, 0.5)
     assert value == pytest.approx(math.log1p(math.exp(0.7)))
     assert gradient2 == pytest.approx(derivative(LOGISTIC, 0.7, -1.0) ** 2)
     assert aux == pytest.approx(math.exp(-0.7))
@@ -152,7 +153,7 @@ def test_soft_logistic_label_step_is_the_exact_flow():
         assert (moved - star) * (p0 - star) >= 0.0 and abs(moved - star) <= abs(p0 - star)
         assert abs(soft_logistic_flow(p0, q, 1e12) - star) < 1e-9  # a huge weight: logit(q)
     # through importance_aware_update, in VW's update number (p_new = p + X·u)
-    u = importance_aware_update(LOGISTIC, 1.5, 0.2, 0.3, 2.0, 0.0)
+    u = importance_aware_update(LOGISTIC, 1.5, 0.2, 0.3, 2.0, 0.0, 0.5)
     assert abs(1.5 + 2.0 * u - _rk4_flow(1.5, 0.6, 0.6)) < 1e-9
     # near a hard label the soft flow follows the hard one while far from logit(q)
     hard = 0.4 - step(LOGISTIC, 0.4, 1.0, 0.5, 2.0, 3.0) * 3.0
@@ -160,6 +161,59 @@ def test_soft_logistic_label_step_is_the_exact_flow():
 
 
 def test_soft_logistic_label_loss_and_gradient():
-    value, gradient2, _ = loss_terms(LOGISTIC, 0.3, 0.0)  # q = 1/2
+    value, gradient2, _ = loss_terms(LOGISTIC, 0.3, 0.0, 0.5)  # q = 1/2
     assert math.isclose(value, 0.5 * math.log1p(math.exp(-0.3)) + 0.5 * math.log1p(math.exp(0.3)))
     assert math.isclose(gradient2, (1.0 / (1.0 + math.exp(-0.3)) - 0.5) ** 2)
+
+
+def test_quantile_exact_step_is_the_limit_of_tiny_steps():
+    """The quantile loss's exact update (VW's closed form) against 20,000 plain steps of the same
+    total weight, over random τ, labels, predictions, rates and weights: equal to the fine-step
+    error (one tiny step), never past the label, and additive in the weight."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        tau = float(rng.uniform(0.05, 0.95))
+        p0, y = (float(v) for v in rng.normal(scale=2.0, size=2))
+        X = float(rng.uniform(0.1, 4.0))
+        scale = float(10.0 ** rng.uniform(-2, 1))
+        u = importance_aware_update(QUANTILE, p0, y, scale, X, 0.0, tau)
+        n = 20000
+        p = p0
+        for _ in range(n):
+            p += X * plain_update(QUANTILE, p, y, scale / n, 0.0, tau)
+        assert abs(p0 + X * u - p) <= X * max(tau, 1 - tau) * scale / n + 1e-12
+        assert (p0 + X * u - y) * (p0 - y) >= -1e-15  # never crosses the label
+        half = importance_aware_update(QUANTILE, p0, y, 0.5 * scale, X, 0.0, tau)
+        rest = importance_aware_update(QUANTILE, p0 + X * half, y, 0.5 * scale, X, 0.0, tau)
+        assert half + rest == pytest.approx(u, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5, 0.8])
+def test_quantile_loss_and_slope(tau):
+    """τ·(y−p) above the prediction, (1−τ)·(p−y) below; the slope and l'² agree with it."""
+    for p, y in [(0.2, 1.2), (1.5, -0.5), (0.7, 0.7)]:
+        value, gradient2, _ = loss_terms(QUANTILE, p, y, tau)
+        expected = tau * (y - p) if y > p else (1 - tau) * (p - y)
+        assert value == pytest.approx(expected)
+        slope = loss_slope(QUANTILE, p, y, tau)
+        assert gradient2 == pytest.approx(slope * slope)
+        h = 1e-7
+        if p != y:
+            numeric = (loss_terms(QUANTILE, p + h, y, tau)[0]
+                       - loss_terms(QUANTILE, p - h, y, tau)[0]) / (2 * h)
+            assert slope == pytest.approx(numeric, rel=1e-6)
+
+
+def test_loss_slope_is_the_derivative_of_every_loss():
+    rng = np.random.default_rng(9)
+    for loss in (SQUARED, LOGISTIC, HINGE, QUANTILE):
+        for _ in range(50):
+            p = float(rng.normal(scale=2.0))
+            y = float(rng.choice([-1.0, 1.0])) if loss in (LOGISTIC, HINGE) \
+                else float(rng.normal())
+            if loss == HINGE and abs(1 - y * p) < 1e-3:
+                continue
+            h = 1e-6
+            numeric = (loss_terms(loss, p + h, y, 0.3)[0] - loss_terms(loss, p - h, y, 0.3)[0]) \
+                / (2 * h)
+            assert loss_slope(loss, p, y, 0.3) == pytest.approx(numeric, rel=1e-5, abs=1e-7)

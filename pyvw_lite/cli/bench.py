@@ -69,12 +69,17 @@ def _average_loss(stderr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-SCENARIOS = ("text", "cache", "sft", "sft-dyad")
+SCENARIOS = ("text", "cache", "sft", "sft-dyad", "ratings-lrq")
+RATINGS_PASSES = 5
 
 
 def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
-              chosen: tuple[str, ...]) -> list[Scenario]:
+              chosen: tuple[str, ...], ratings_data: str = "", ratings: int = 0
+              ) -> list[Scenario]:
     common = ["-d", binary_data, "--loss_function", loss]
+    # user x item ratings, the same VW command line for both (--lrq um8 is --dyad um --rank 8
+    # here): passes over a cache made beforehand
+    lrq = ["-d", ratings_data, "--lrq", "um8", "--passes", str(RATINGS_PASSES), "--holdout_off"]
     plan = {
         "text": Scenario("binary logistic, 1 pass, text", common, common, lines),
         "cache": Scenario("binary logistic, 1 pass, cache",
@@ -90,6 +95,11 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
         "sft-dyad": Scenario("--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)",
                              ["-d", multiclass_data, "--sft", "5", "--dyad", "rt", "--rank", "2"],
                              ["-d", multiclass_data, "--oaa", "5", "--lrq", "rt2"], lines),
+        "ratings-lrq": Scenario(f"ratings --lrq um8, {RATINGS_PASSES} passes, cache",
+                                lrq + ["--cache_file", "ours.lrq.cache"],
+                                lrq + ["--cache_file", "vw.lrq.cache"], ratings * RATINGS_PASSES,
+                                prepare_ours=lrq[:4] + ["-k", "--cache_file", "ours.lrq.cache"],
+                                prepare_peer=lrq[:4] + ["-k", "--cache_file", "vw.lrq.cache"]),
     }
     return [plan[name] for name in chosen]
 
@@ -117,6 +127,18 @@ def binary_rater_file(workdir: str, lines: int, seed: int, out) -> str:
     return data
 
 
+def ratings_file(workdir: str, lines: int, seed: int, out) -> tuple[str, int]:
+    """The seeded user x item ratings file of about ``lines`` ratings (6,040 users and 3,700
+    items, as MovieLens-1M) and its line count (made once)."""
+    from ..synthetic import user_item_ratings, write_ratings
+    data = os.path.join(workdir, f"ratings_{lines}_{seed}.vw")
+    if not os.path.exists(data):
+        out.write(f"generating {lines:,} user x item ratings (seed {seed}) ...\n")
+        write_ratings(data, *user_item_ratings(n_ratings=lines, seed=seed))
+    with open(data, "rb") as handle:
+        return data, sum(1 for _ in handle)
+
+
 def byte_compile_package() -> None:
     """Write the package's ``.pyc`` files, as an install does, so no timed run compiles Python
     source (an editable install under ``PYTHONDONTWRITEBYTECODE`` otherwise does, every run:
@@ -139,11 +161,15 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
         if {"sft", "sft-dyad"} & set(chosen) and not os.path.exists(multiclass):
             out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
             write_vw(multiclass, rater_task(n_ratings=lines, classes=5, seed=seed))
+        ratings_data, ratings = "", 0
+        if "ratings-lrq" in chosen:
+            ratings_data, ratings = ratings_file(workdir, lines, seed, out)
         use_peer = peer and vw_available()
         if peer and not use_peer:
             out.write("vowpalwabbit is not installed (pip install vowpalwabbit): "
                       "timing pyvw-lite alone\n")
-        plan = scenarios(os.path.abspath(data), os.path.abspath(multiclass), lines, loss, chosen)
+        plan = scenarios(os.path.abspath(data), os.path.abspath(multiclass), lines, loss, chosen,
+                         os.path.abspath(ratings_data) if ratings_data else "", ratings)
         byte_compile_package()
         for scenario in plan:
             # warm the numba cache (and the page cache) so no timed run pays a compile

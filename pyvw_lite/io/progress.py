@@ -212,8 +212,10 @@ class ProgressTable:
             self.sum_loss_since_dump = 0.0
             self.old_weighted_labeled = self.weighted_labeled
             now = self.weighted_examples
-            self.dump_interval = now + self.progress_arg if self.progress_add \
-                else now * self.progress_arg
+            # VW keeps the interval in a float: 2 × 4.8 rounds up to 9.6000004, so a weighted sum
+            # of 9.6 does not reach it
+            self.dump_interval = float(np.float32(now + self.progress_arg if self.progress_add
+                                                  else now * self.progress_arg))
             start = stop
             if start >= n:
                 break
@@ -257,8 +259,10 @@ class ProgressTable:
         self.current_pass += 1
         return improved
 
-    def best_constant(self, loss_name: str, loss_fn: Callable[[float, float], float]):
-        """VW's best constant and its loss (``None`` when VW prints neither or no loss)."""
+    def best_constant(self, loss_name: str, loss_fn: Callable[[float, float], float],
+                      tau: float = 0.5):
+        """VW's best constant and its loss (``None`` when VW prints neither or no loss);
+        ``tau`` is the quantile loss's ``--quantile_tau``."""
         if self.first_label == FLT_MAX or self.weighted_labeled <= 0:
             return None
         label1 = self.first_label
@@ -279,6 +283,8 @@ class ProgressTable:
             return None
         elif loss_name == "hinge":
             constant = -1.0 if count2 <= count1 else 1.0
+        elif loss_name == "quantile":  # the τ-quantile of the two labels
+            constant = label2 if tau * (count1 + count2) < count2 else label1
         else:
             label1, label2 = -1.0, 1.0
             if count1 <= 0:

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..jit import kernel
-from .losses import HINGE, LOGISTIC, SQUARED
+from .losses import HINGE, LOGISTIC, SQUARED, loss_slope
 
 EXP_CAP = 700.0  # exponent arguments are clamped here (SPEC §B.2): no inf - inf, no 0·inf
 UNREACHABLE = 1
@@ -178,14 +178,23 @@ def hinge_step(p0, y, X, U, V, r, eta, h):
     return -y * min(eta * h, reach)
 
 
+@kernel(_nrt=False, error_model="numpy")
+def quantile_step(p0, y, tau, X, U, V, r, eta, h):
+    """Exact quantile update: ``l'`` is ``−τ`` below the label and ``1−τ`` above it, so the flow
+    moves ``p`` towards ``y`` at speed ``τ·η`` (or ``(1−τ)·η``) until it lands on ``y`` or ``ηh``
+    runs out, as :func:`hinge_step` stops at the margin."""
+    if p0 == y or eta * h <= 0.0:
+        return 0.0
+    direction = 1.0 if y > p0 else -1.0
+    speed = tau if direction > 0.0 else 1.0 - tau
+    target, status = p_inverse(p0, y, X, U, V, r)
+    reach = math.inf if status == UNREACHABLE else abs(target)
+    return -direction * min(eta * h * speed, reach)
+
+
 @kernel(inline="always")
 def _slope(loss, p, y):
-    if loss == SQUARED:
-        return 2.0 * (p - y)
-    if loss == LOGISTIC:
-        m = y * p
-        return -y / (1.0 + math.exp(m)) if m <= 0.0 else -y * math.exp(-m) / (1.0 + math.exp(-m))
-    return -y if y * p < 1.0 else 0.0
+    return loss_slope(loss, p, y, 0.5)  # the flow's losses: squared and (hard) logistic
 
 
 @kernel(inline="always")

@@ -22,7 +22,8 @@ from ..io.vw_text import (FEAT_END, FEAT_START, SEG_BYTE, SEG_END,
 from ..jit import kernel, prefetch_row
 from .dyadic import (REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear, query,
                      request, returned_label)
-from .losses import SQUARED, importance_aware_update, loss_is_positive, loss_terms, plain_update
+from .losses import (SQUARED, importance_aware_update, loss_is_positive, loss_slope, loss_terms,
+                     plain_update)
 
 W, G, N, RATE = 0, 1, 2, 3
 X_MIN = 1.084202172485504434e-19  # sqrt(FLT_MIN): VW clamps tiny feature values
@@ -52,8 +53,9 @@ LEGACY_CLASS_STRIDE = 0x9E3779B1
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
     P_FIXED_RANGE, P_DYAD_ADAPTIVE, P_CLASS_STRIDE, P_ODE_SOLVER, P_LATENT_RATE, \
-    P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T = range(16)
-PARAM_SIZE = 16
+    P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T, P_TAU, P_L1, P_L2, P_CONTRACTION, P_GRAVITY = \
+    range(21)
+PARAM_SIZE = 21
 WILDCARD = 58  # ':' in -q / --interactions
 # flags of a namespace letter in the ``ignore`` table: left out everywhere (--ignore, --keep),
 # or from the linear terms only (--ignore_linear: its features still enter interactions)
@@ -402,6 +404,57 @@ def prefetch_example(weights, slots, first, last, low, high, mask):
 
 
 @kernel(inline="always")
+def regularize(params, update, slope):
+    """VW's ``--l1``/``--l2`` bookkeeping for one update (gd.cc): the step's effective rate
+    ``η̄ = −u/l'`` shrinks every weight by ``1 − λ2·η̄`` (kept as one global ``contraction``,
+    which predictions multiply in) and adds ``λ1·η̄`` to the truncation ``gravity``
+    (:func:`truncate`); the update itself is divided by the contraction, so it moves the
+    effective weights as it would without them.  :func:`sync_weights` folds both into the
+    weights."""
+    if abs(slope) > 1e-8:
+        eta_bar = -update / slope
+        params[P_CONTRACTION] *= 1.0 - params[P_L2] * eta_bar
+        params[P_GRAVITY] += eta_bar * params[P_L1]
+    return update / np.float32(params[P_CONTRACTION])
+
+
+@kernel(inline="always")
+def truncate(weight, gravity):
+    """VW's ``trunc_weight``: a weight moved ``gravity`` towards 0, and 0 once it would cross."""
+    if gravity < abs(weight):
+        return weight - gravity if weight > 0.0 else weight + gravity
+    return 0.0
+
+
+@kernel(inline="always")
+def regularized_predict(weights, slots, values, first, last, mask, initial, params):
+    """The linear learner's raw score under ``--l1``/``--l2``: weights truncated by the
+    gravity (with ``--l1``), the sum times the contraction, as VW's ``predict``."""
+    if params[P_L1] > 0.0:
+        gravity = np.float32(params[P_GRAVITY])
+        raw = initial
+        for k in range(first, last):
+            raw += truncate(weights[slots[k], W], gravity) * values[k]
+    else:
+        raw = predict_flat(weights, slots, values, first, last, 0, mask, initial)
+    return raw * params[P_CONTRACTION]
+
+
+@kernel
+def sync_weights(weights, params):
+    """Fold the pending contraction and gravity into every weight (VW at the end of a pass
+    and before a model is written); predictions do not change."""
+    if params[P_GRAVITY] == 0.0 and params[P_CONTRACTION] == 1.0:
+        return
+    gravity = np.float32(params[P_GRAVITY])
+    contraction = np.float32(params[P_CONTRACTION])
+    for row in range(weights.shape[0]):
+        weights[row, W] = truncate(weights[row, W], gravity) * contraction
+    params[P_GRAVITY] = 0.0
+    params[P_CONTRACTION] = 1.0
+
+
+@kernel(inline="always")
 def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask, model,
                 state, params, pred, label, importance, gradient2, aux):
     """One importance-aware GD step (VW gd.cc ``update``) on a binary example.
@@ -471,11 +524,14 @@ def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sid
         per_update *= sides
         scale = params[P_ETA] * importance * _decay(state[T_SUM], power_t)
     if params[P_INVARIANT] != 0.0:
-        update = importance_aware_update(loss, pred, label, scale, per_update, aux)
+        update = importance_aware_update(loss, pred, label, scale, per_update, aux,
+                                         params[P_TAU])
     else:
-        update = plain_update(loss, pred, label, scale, aux)
+        update = plain_update(loss, pred, label, scale, aux, params[P_TAU])
     if not math.isfinite(update) or update == 0.0:
         return
+    if (params[P_L1] > 0.0 or params[P_L2] > 0.0) and abs(update) > 1e-8:
+        update = regularize(params, update, loss_slope(loss, pred, label, params[P_TAU]))
     update *= multiplier
     stateful = adaptive or normalized
     for side in range(sides):
@@ -543,7 +599,7 @@ def reverting_weight_linear(weights, slots, values, first, last, state, params, 
     else:
         target = 0.0
         label = -1.0 if pred >= 0.0 else 1.0
-    _, gradient2, _ = loss_terms(loss, pred, label)
+    _, gradient2, _ = loss_terms(loss, pred, label, params[P_TAU])
     eta, X = sensitivity(weights, slots, values, first, last, state, params, gradient2)
     return hmin_linear(loss, pred, label, X, eta, target)
 
@@ -560,7 +616,7 @@ def hmin_examples(starts, slots, values, initials, targets, labels, weights, sta
         raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
         pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
         label = labels[e] if labels[e] != 0.0 else (-1.0 if pred >= 0.0 else 1.0)
-        _, gradient2, _ = loss_terms(loss, pred, label)
+        _, gradient2, _ = loss_terms(loss, pred, label, params[P_TAU])
         eta, X = sensitivity(weights, slots, values, first, last, state, params, gradient2)
         out[e] = hmin_linear(loss, pred, label, X, eta, targets[e])
 
@@ -577,6 +633,7 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
     training = params[P_TRAINING] != 0.0
     fixed_range = params[P_FIXED_RANGE] != 0.0
     loss = np.int64(params[P_LOSS])
+    regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
     nan_count = 0
     for e in range(labels.shape[0]):
         first = starts[e]
@@ -592,14 +649,18 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                 state[MIN_LABEL] = label
             if label > state[MAX_LABEL]:
                 state[MAX_LABEL] = label
-        raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
+        if regularized:
+            raw = regularized_predict(weights, slots, values, first, last, mask, initials[e],
+                                      params)
+        else:
+            raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
         if math.isnan(raw):
             nan_count += 1
             raw = 0.0
         pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
         out_raw[e] = raw
         out_pred[e] = pred
-        value, gradient2, aux = loss_terms(loss, pred, label)
+        value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
         out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
             H = reverting_weight_linear(weights, slots, values, first, last, state, params,

@@ -11,8 +11,8 @@ import math
 
 from ..jit import kernel
 
-SQUARED, LOGISTIC, HINGE = 0, 1, 2
-LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE}
+SQUARED, LOGISTIC, HINGE, QUANTILE = 0, 1, 2, 3
+LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE, "quantile": QUANTILE}
 LOSS_NAMES = {code: name for name, code in LOSS_CODES.items()}
 
 LOGISTIC_ZERO_MARGIN = 24.0 * math.log(2.0)  # e^{-m} <= 2^-24: 1 + e^{-m} == 1 in float32
@@ -27,18 +27,25 @@ def softplus(z):
 
 
 @kernel
-def loss_value(loss, p, y):
+def loss_value(loss, p, y, tau):
     """``l(p, y)`` of SPEC §0.3 (squared has no ½, as in VW); see :func:`loss_terms`."""
-    return loss_terms(loss, p, y)[0]
+    return loss_terms(loss, p, y, tau)[0]
 
 
 @kernel(inline="always")
-def loss_terms(loss, p, y):
+def loss_terms(loss, p, y, tau):
     """Everything an update needs from one loss evaluation at ``p``: ``(l, l'^2, aux)``.
 
     ``aux`` is ``e^{-|yp|}`` for logistic (shared by the loss, its gradient and the exact
-    update, so one ``exp`` serves all three) and 0 otherwise.
+    update, so one ``exp`` serves all three) and 0 otherwise.  ``tau`` is the quantile loss's
+    ``--quantile_tau`` (VW: ``τ·(y−p)`` above the prediction, ``(1−τ)·(p−y)`` below; the
+    other losses ignore it).
     """
+    if loss == QUANTILE:
+        e = y - p
+        if e > 0.0:
+            return tau * e, tau * tau, 0.0
+        return (tau - 1.0) * e, ((1.0 - tau) * (1.0 - tau) if e < 0.0 else 0.0), 0.0
     if loss == SQUARED:
         return (p - y) * (p - y), 4.0 * (p - y) * (p - y), 0.0
     if loss == LOGISTIC:
@@ -52,6 +59,21 @@ def loss_terms(loss, p, y):
         return max(-m, 0.0) + math.log1p(e), q * q, e
     margin = 1.0 - y * p
     return (margin if margin > 0.0 else 0.0), (y * y if margin > 0.0 else 0.0), 0.0
+
+
+@kernel(inline="always")
+def loss_slope(loss, p, y, tau):
+    """``l'(p, y)``, the signed derivative in the prediction (VW's ``first_derivative``)."""
+    if loss == SQUARED:
+        return 2.0 * (p - y)
+    if loss == QUANTILE:
+        return -tau if y > p else (1.0 - tau if y < p else 0.0)
+    if loss == LOGISTIC:
+        if y != 1.0 and y != -1.0:
+            return sigmoid(p) - 0.5 * (y + 1.0)
+        m = y * p
+        return -y / (1.0 + math.exp(m)) if m <= 0.0 else -y * math.exp(-m) / (1.0 + math.exp(-m))
+    return -y if y * p < 1.0 else 0.0
 
 
 @kernel(inline="always")
@@ -112,12 +134,14 @@ def logistic_delta_core(m0, c, e):
 
 
 @kernel(inline="always")
-def importance_aware_update(loss, p, y, scale, x2, aux):
+def importance_aware_update(loss, p, y, scale, x2, aux, tau):
     """Exact update ``u`` (``aux`` from :func:`loss_terms`) after flow time ``scale = η·h``
     along a feature vector of norm² ``x2``.
 
     squared: ``(y−p)(1−e^{−2·scale·x2})/x2`` (never crosses the label);
     hinge: ``y·min(scale, (1−yp)/x2)`` (stops at the margin);
+    quantile: ``τ·scale`` up or ``(1−τ)·scale`` down at constant speed, stopping at the label
+    (``(y−p)/x2``), VW's closed form;
     logistic: the Lambert-W solution, as ``y·δ/x2`` with ``δ`` from :func:`logistic_delta`.
     """
     if x2 <= 0.0 or scale <= 0.0:
@@ -129,6 +153,11 @@ def importance_aware_update(loss, p, y, scale, x2, aux):
             return 0.0
         reach = (1.0 - y * p) / x2
         return y * (scale if scale < reach else reach)
+    if loss == QUANTILE:
+        reach = (y - p) / x2
+        if reach > 0.0:
+            return min(tau * scale, reach)
+        return max(-(1.0 - tau) * scale, reach)
     if y != 1.0 and y != -1.0:
         return (soft_logistic_flow(p, 0.5 * (y + 1.0), scale * x2) - p) / x2
     return y * logistic_delta_core(y * p, scale * x2, aux) / x2
@@ -195,10 +224,12 @@ def soft_logistic_flow(p0, q, c):
 
 
 @kernel(inline="always")
-def plain_update(loss, p, y, scale, aux):
+def plain_update(loss, p, y, scale, aux, tau):
     """The non-invariant step ``−scale·l'(p, y)`` (VW without ``--invariant``)."""
     if loss == SQUARED:
         return 2.0 * (y - p) * scale
+    if loss == QUANTILE:
+        return tau * scale if y > p else (-(1.0 - tau) * scale if y < p else 0.0)
     if loss == HINGE:
         return y * scale if y * p < 1.0 else 0.0
     if y != 1.0 and y != -1.0:

@@ -7,8 +7,8 @@ For every pair of namespace letters ``(L, R)`` each feature ``f`` owns a latent 
     p = Σ_pairs (ã·b̃ − σk) + Σ_j x_j W_j,   ã = σ1 + Σ_{f∈L} x_f V_f,   b̃ = σ1 + Σ_{g∈R} x_g V_g
 
 (``σ = 1``, or 0 with ``--dyad_plain``).  An update moves every parameter along the exact
-gradient flow of ``p`` (closed form in the flow coordinate ``s``): hinge in closed form,
-logistic and squared by the one-dimensional RK4 of ``learners.dyadic``.  The learning rate is
+gradient flow of ``p`` (closed form in the flow coordinate ``s``): hinge and quantile in closed
+form, logistic and squared by the one-dimensional RK4 of ``learners.dyadic``.  The learning rate is
 the plain schedule ``η0·t0^ρ·(t0 + t)^-ρ`` (SPEC erratum 1).  On a latent vector's first update a
 small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8).
 """
@@ -22,13 +22,13 @@ from ..io.hashing import murmur3_u32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel, prefetch_row
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
-                               hmin_dyadic, increments, query, request, returned_label,
-                               series_scratch, solve_flow)
+                               hmin_dyadic, increments, quantile_step, query, request,
+                               returned_label, series_scratch, solve_flow)
 from ..learners.gd import (G, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_L2, P_DYAD_POWER_T,
-                           P_DYAD_SEED, P_ETA, P_LATENT_RATE, P_LOSS, P_NORMALIZED, P_ODE_SOLVER,
-                           P_TRAINING, T_SUM, W, X2_MAX, _decay, _namespace_range, predict_flat,
-                           prefetch_example)
-from ..learners.losses import HINGE, loss_terms
+                           P_DYAD_SEED, P_ETA, P_L2, P_LATENT_RATE, P_LOSS, P_NORMALIZED,
+                           P_ODE_SOLVER, P_TAU, P_TRAINING, T_SUM, W, X2_MAX, _decay,
+                           _namespace_range, predict_flat, prefetch_example)
+from ..learners.losses import HINGE, QUANTILE, loss_terms
 from ..options import DYAD_SEED, OptionError, Options
 
 MAX_RANK = 1024  # each latent coordinate is a column of the 2^b-row weight table
@@ -242,7 +242,7 @@ def classes_share_rows(slots, first, last, offsets, mask):
 
 @kernel(inline="always")
 def linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p, label,
-                 importance, eta0, eta, rates, commit, state, norm_index):
+                 tau, importance, eta0, eta, rates, commit, state, norm_index):
     """Per-feature rates of the linear terms relative to the flow's ``eta``, the rates VW's
     default update (adaptive, normalized) gives them: feature k moves at
     ``eta0 / (sqrt(G_k) · N_k) · M``, ``G_k`` the importance-weighted squared gradients
@@ -252,7 +252,7 @@ def linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss
     (rescaling the weight as VW does when ``N_k`` grows) and normalizer sums; otherwise the
     rates are what the example would get, as VW's stateless sensitivity.  Fills ``rates`` and
     returns ``sum rate_k x_k^2 - sum x_k^2`` over the sides: what to add to the plain ``X``."""
-    _, gradient2, _ = loss_terms(loss, p, label)
+    _, gradient2, _ = loss_terms(loss, p, label, tau)
     normalized = norm_index >= 0
     norm_x = 0.0
     for side in range(n_sides):
@@ -366,9 +366,13 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
     p = min(max(p, low), high)
     if adaptive_eta0 > 0.0:
         X += linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p,
-                          label, importance, adaptive_eta0, eta, rates, True, state, norm_index)
+                          label, params[P_TAU], importance, adaptive_eta0, eta, rates, True,
+                          state, norm_index)
     if loss == HINGE:
         s = hinge_step(p, label, X, U, V, r, eta, importance)
+        capped = False
+    elif loss == QUANTILE:
+        s = quantile_step(p, label, params[P_TAU], X, U, V, r, eta, importance)
         capped = False
     else:
         s, capped = solve_flow(loss, p, label, X, U, V, r, eta, importance, rtol, atol, 100000,
@@ -377,12 +381,17 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
         return s, capped
     down = up = 0.0
     l2 = params[P_DYAD_L2]
+    # --l2 on the linear weights: the same proximal step, on the example's weights only
+    keep = 1.0 / (1.0 + eta * importance * params[P_L2])
     for side in range(n_sides):
         move = s if side == 0 else -s
         offset = sides[side, 0]
         block = sides[side, 1]
         for k in range(first, last):
-            weights[(slots[k] + offset) & mask, W] -= move * values[k] * rates[side, k - first]
+            slot = (slots[k] + offset) & mask
+            weights[slot, W] -= move * values[k] * rates[side, k - first]
+            if keep != 1.0:
+                weights[slot, W] *= keep
         for m in range(n_pairs):
             if ca[m] > 0.0 and cb[m] > 0.0:
                 if side == 0:  # expm1(−r s), expm1(r s); the other competitor's are swapped
@@ -449,7 +458,7 @@ def _adaptive_part(weights, slots, values, first, last, sides, n_sides, model, m
     if params[P_DYAD_ADAPTIVE] == 0.0:
         return 0.0
     return linear_rates(weights, slots, values, first, last, sides, n_sides, mask, loss, p,
-                        label, 1.0, params[P_ETA], eta, rates, False, state,
+                        label, params[P_TAU], 1.0, params[P_ETA], eta, rates, False, state,
                         normalizer(params, model))
 
 
@@ -534,7 +543,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         out_pred[e] = p0
         label = labels[e]
         importance = importances[e]
-        value, _, _ = loss_terms(loss, p0, label)
+        value, _, _ = loss_terms(loss, p0, label, params[P_TAU])
         out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
             H = reverting_weight(weights, slots, values, starts[e], starts[e + 1], feat_hash,

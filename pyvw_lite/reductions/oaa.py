@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, T_SUM, _learn_flat
+from ..learners.gd import MAX_LABEL, MIN_LABEL, P_TAU, T_SUM, _learn_flat
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
@@ -39,7 +39,7 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                 widen_range(state, 1.0)
             for c in range(n_classes):
                 label = 1.0 if c == truth else -1.0
-                value, gradient2, aux = loss_terms(loss, scores[c], label)
+                value, gradient2, aux = loss_terms(loss, scores[c], label, params[P_TAU])
                 if loss_is_positive(loss, scores[c], label, value):
                     _learn_flat(weights, slots, values, first, last, offsets[c], 0, False, mask,
                                 c, state, params, scores[c], label, importance, gradient2, aux)

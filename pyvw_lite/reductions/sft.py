@@ -21,7 +21,7 @@ import numpy as np
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, hmin_linear, query, request,
                                 returned_label)
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, T_SUM, _learn_flat, match_sensitivity,
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, P_TAU, T_SUM, _learn_flat, match_sensitivity,
                            predict_flat)
 from ..learners.losses import HINGE, loss_is_positive, loss_terms
 from ..options import Options
@@ -76,7 +76,7 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             # as every VW learner, a match sees its prediction clipped to the labels seen (±1):
             # a won match with margin beyond 1 has no squared loss to pull it back
             p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
-            value, gradient2, aux = loss_terms(loss, p0, label)
+            value, gradient2, aux = loss_terms(loss, p0, label, params[P_TAU])
             if loss_is_positive(loss, p0, label, value):
                 _learn_flat(weights, slots, values, first, last, offsets[c1], offsets[c2], True,
                             mask, n, state, params, p0, label, importance, gradient2, aux)
@@ -147,7 +147,7 @@ def _reverting_weight(first, last, scores, n_classes, left, right, parent, lo, h
     while n >= 0:  # the argmax wins every match on its way up
         p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
         label = -1.0 if c1 == predicted else 1.0  # the label that would flip this match
-        _, gradient2, _ = loss_terms(loss, p0, label)
+        _, gradient2, _ = loss_terms(loss, p0, label, params[P_TAU])
         eta, X = match_sensitivity(weights, slots, values, first, last, offsets[c1], offsets[c2],
                                    True, mask, n, state, params, gradient2)
         H = min(H, hmin_linear(loss, p0, label, X, eta, 0.0))
