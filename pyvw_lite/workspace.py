@@ -5,7 +5,7 @@ The same object serves the command line (``run``) and Python (``learn``/``predic
     >>> from pyvw_lite import Workspace
     >>> ws = Workspace("--loss_function logistic -b 20 --quiet")
     >>> _ = ws.learn(["1 |rater r_1 |task t_9", "-1 |rater r_2 |task t_9"])
-    >>> float(ws.predict("|rater r_1 |task t_9")[0]) > 0
+    >>> ws.predict("|rater r_1 |task t_9") > 0
     True
 """
 from __future__ import annotations
@@ -778,10 +778,14 @@ class Workspace:
         pred, _, _, _ = self._run_kernel(batch, rows, np.zeros(rows.size, np.uint8), self.training)
         return pred
 
-    def predict(self, examples) -> np.ndarray:
+    def predict(self, examples):
         """Predictions for VW lines or a parsed batch, one per example used (``last_rows``: their
-        rows); the model is not changed."""
-        return self.predict_with_scores(examples)[0]
+        rows); the model is not changed.  One line (a string without a newline) gives one
+        number (a class for a multiclass model), as pyvw's ``predict`` does."""
+        predictions = self.predict_with_scores(examples)[0]
+        if isinstance(examples, str) and "\n" not in examples.strip() and predictions.size == 1:
+            return int(predictions[0]) if self.reduction is not None else float(predictions[0])
+        return predictions
 
     def predict_with_scores(self, examples) -> tuple[np.ndarray, np.ndarray]:
         """Predictions and the raw scores behind them (for a multiclass reduction, the class

@@ -73,8 +73,8 @@ def test_partial_fit_continues_the_same_model(frame):
     t_after_first = model.model_.t
     model.partial_fit(second)
     assert model.model_.t == t_after_first + second.task.nunique()
-    labels = model.labels_  # the tasks of the latest call
-    assert set(labels.index) == set(second.task)
+    labels = model.labels_  # every task seen since the first call
+    assert set(labels.index) == set(first.task) | set(second.task)
     assert (labels == truth.reindex(labels.index)).mean() > 0.7
     with pytest.raises(ValueError, match="unknown label 'yak'"):
         model.partial_fit(pd.DataFrame({"task": ["z"], "worker": ["w1"], "label": ["yak"]}))
@@ -119,3 +119,29 @@ def test_hashed_online_memory_does_not_grow_with_workers():
         assert model.worker_slot == {}  # hashing keeps no per-worker state
         sizes.append(model.alpha.nbytes + model.stamp.nbytes + model.mu.nbytes + model.theta.nbytes)
     assert sizes[0] == sizes[1] == (4096 * 16 + 4096 + 16 + 4) * 8
+
+
+def test_online_em_partial_fit_labels_every_task_seen_and_predicts_earlier_ones():
+    """labels_ after partial_fit covers the tasks of every batch since fit, not only the last
+    one's; predict labels any tasks by the current model without changing it."""
+    from pyvw_lite.synthetic import crowd_answers
+    answers = crowd_answers(n_tasks=600, n_workers=50, seed=1)
+    df = pd.DataFrame({"task": [f"t{t}" for t in answers.tasks],
+                       "worker": [f"w{w}" for w in answers.workers], "label": answers.labels})
+    truth = pd.Series(answers.truth, index=[f"t{t}" for t in range(600)])
+    first = df[df.task.isin([f"t{t}" for t in range(300)])]
+    second = df[~df.task.isin(first.task)]
+    model = OnlineEM(passes=2).fit(first)
+    kept = model.labels_.copy()
+    model.partial_fit(second)
+    assert sorted(model.labels_.index) == sorted(truth.index)
+    assert (model.labels_[kept.index] == kept).all()  # earlier tasks keep their labels
+    assert (model.labels_ == truth[model.labels_.index]).mean() > 0.75
+    alpha = model.model_.alpha.copy()
+    again = model.predict(first)
+    assert np.array_equal(model.model_.alpha, alpha)  # predict learns nothing
+    assert sorted(again.index) == sorted(kept.index)
+    assert (again == truth[again.index]).mean() > 0.7
+    assert model.predict_proba(first).shape == (300, answers.classes)
+    model.fit(second)  # fit starts afresh
+    assert sorted(model.labels_.index) == sorted(second.task.unique())

@@ -298,13 +298,13 @@ def test_h_min_from_the_api_flips_the_prediction(args, loss):
     ws = Workspace(f"{args} --loss_function {loss} --noconstant --quiet")
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"])
     line = "|rater r_1 |task t_1"
-    before = float(ws.predict(line)[0])
+    before = ws.predict(line)
     weight = float(ws.h_min(line)[0])
     assert 0 < weight < math.inf
-    assert float(ws.predict(line)[0]) == before  # h_min changes nothing
+    assert ws.predict(line) == before  # h_min changes nothing
     flipped = -1 if before >= 0 else 1
     ws.learn(f"{flipped} {weight!r} {line}")
-    after = float(ws.predict(line)[0])
+    after = ws.predict(line)
     if "--dyad_plain_rate" in args or "--sgd" in args:
         assert after == pytest.approx(0.0, abs=1e-7)
     else:

@@ -131,7 +131,7 @@ def test_sft_learns_a_heavy_example_all_the_way_up(classes):
                   for _ in range(300)])
         truth = int(np.argmin(ws.predict_with_scores("|f a1 b2")[1][0]))  # the worst class
         ws.learn(f"{truth + 1} 1000 |f a1 b2")
-        assert ws.predict("|f a1 b2")[0] == truth, trial
+        assert ws.predict("|f a1 b2") == truth, trial
 
 
 @pytest.mark.parametrize("stride", [CLASS_STRIDE, LEGACY_CLASS_STRIDE])

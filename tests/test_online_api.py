@@ -1,7 +1,9 @@
 """river-style API: one example at a time and batched, same results."""
 import doctest
+import warnings
 
 import numpy as np
+import pytest
 
 from pyvw_lite.api import online, sklearn as sk_api
 from pyvw_lite.api.online import OnlineLearner, features_text
@@ -114,3 +116,28 @@ def test_bool_labels_are_the_binary_classes():
         assert set(as_bool.predict_proba_one({"x": 1.0})) == {1, negative}
     with pytest.raises(ValueError, match="a bool label is for a binary model; this one has 3"):
         OnlineLearner("--oaa 3").learn_one({"x": 1.0}, True)
+
+
+def test_a_logistic_label_zero_is_not_silent():
+    """VW reads a logistic label 0 as the soft label ½; a river user's 0 means the negative
+    class, so the learner warns once (the command line prints an [info] line)."""
+    learner = OnlineLearner("--loss_function logistic")
+    with pytest.warns(UserWarning, match="soft label"):
+        learner.learn_one({"f": {"a": 1}}, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        learner.learn_one({"f": {"a": 1}}, 0)  # once
+        OnlineLearner("--loss_function logistic --logistic_min 0").learn_one({"f": {"a": 1}}, 0)
+        OnlineLearner("--loss_function logistic").learn_one({"f": {"a": 1}}, False)
+
+
+def test_workspace_predict_of_one_line_is_a_number():
+    from pyvw_lite import Workspace
+    ws = Workspace("--quiet")
+    ws.learn(["1 |a x", "2 |a y"])
+    one = ws.predict("|a x")
+    assert isinstance(one, float)
+    assert ws.predict(["|a x"]).shape == (1,)
+    multi = Workspace("--oaa 3 --quiet")
+    multi.learn(["2 |a x"])
+    assert isinstance(multi.predict("|a x"), int)

@@ -242,9 +242,14 @@ class OnlineEM(_NominalModel):
     def fit(self, data, true_labels=None):
         if hasattr(self, "model_"):
             del self.model_
+        self._seen = {}
         return self.partial_fit(data, true_labels)
 
     def partial_fit(self, data, true_labels=None):
+        """Learn from more answers with the same model.  ``labels_``/``probas_`` then cover every
+        task seen since ``fit``: a task of this batch by the model after it, an earlier task
+        by the model after the batch that last had its answers (``predict`` labels any tasks
+        by the current model)."""
         from ..crowd.model import CrowdModel
         from ..crowd.online import run_online
         self._remember_types(data)
@@ -253,10 +258,47 @@ class OnlineEM(_NominalModel):
                                  label_names=existing.config.label_names if existing else None)
         if existing is None:
             self.model_ = CrowdModel(self._config(prepared, "hash"))
+            self._seen = {}
         self.progressive_ = run_online(prepared, self.model_, passes=self.passes).f
         final = run_online(prepared, self.model_, test_only=True)  # labels from the final model
         self._publish_model(prepared, final.q)
+        seen = getattr(self, "_seen", {})
+        seen.update(zip(prepared.task_names, final.q))
+        self._seen = seen
+        if len(seen) > len(prepared.task_names):
+            self._publish(_Tasks(list(seen), prepared.label_names),
+                          np.array(list(seen.values())))
         return self
+
+    def predict_proba(self, data):
+        """Each task's posterior under the current model, which is not changed."""
+        from ..crowd.online import run_online
+        check = getattr(self, "model_", None)
+        if check is None:
+            raise ValueError("OnlineEM is not fitted: call fit or partial_fit first")
+        self._remember_types(data)
+        prepared = self._prepare(data, None, label_names=self.model_.config.label_names)
+        q = run_online(prepared, self.model_, test_only=True).q
+        if self._pandas:
+            import pandas as pd
+            return pd.DataFrame(q, index=pd.Index(prepared.task_names, name="task"),
+                                columns=self._typed(prepared.label_names))
+        return q
+
+    def predict(self, data):
+        """Each task's most probable label under the current model, which is not changed."""
+        probas = self.predict_proba(data)
+        if self._pandas:
+            return probas.idxmax(axis=1).rename("agg_label")
+        return np.asarray(self._typed(self.model_.config.label_names))[probas.argmax(axis=1)]
+
+
+class _Tasks:
+    """The two fields :meth:`_Aggregator._publish` reads, for tasks from several batches."""
+
+    def __init__(self, task_names, label_names):
+        self.task_names = task_names
+        self.label_names = label_names
 
 
 

@@ -21,6 +21,7 @@ the learner is made with ``strict_parse=False``.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -71,6 +72,7 @@ class OnlineLearner:
         # naming it: the CLI's skip-and-warn would drop it silently here, where nothing is shown
         keywords.setdefault("strict_parse", True)
         self.workspace = Workspace(options, quiet=True, **keywords)
+        self._told_zero = False
 
     def _line(self, x: Example, y: Any = None, weight: float = 1.0) -> str:
         if isinstance(y, (bool, np.bool_)):
@@ -96,7 +98,21 @@ class OnlineLearner:
         return tuple(int(v) if float(v).is_integer() else v
                      for v in (ws.options.logistic_min, ws.options.logistic_max))
 
+    def _check_labels(self, labels) -> None:
+        """A logistic label 0 under the default range is VW's soft label ½ (the command line
+        says so in an [info] line): warn once, since a river user's 0/1 labels mean classes."""
+        ws = self.workspace
+        if ws.loss_name != "logistic" or ws.options.logistic_min != -1.0 or self._told_zero:
+            return
+        if any(not isinstance(y, (bool, np.bool_)) and isinstance(y, (int, float, np.number))
+               and y == 0 for y in labels):
+            self._told_zero = True
+            warnings.warn("a logistic label 0 is a soft label, probability 1/2 of class 1 (as "
+                          "in VW); for 0/1 labels pass logistic_min=0, or use True/False",
+                          UserWarning, stacklevel=3)
+
     def learn_one(self, x: Example, y: Any, weight: float = 1.0) -> None:
+        self._check_labels((y,))
         self.workspace.learn(self._line(x, y, weight))
 
     def learn_many(self, X: Iterable[Example], y: Iterable[Any],
@@ -104,6 +120,7 @@ class OnlineLearner:
         """Learn a batch in order; returns the progressive predictions (one per example: NaN,
         or None for a class, where ``strict_parse=False`` skipped a malformed one)."""
         X, y = list(X), list(y)
+        self._check_labels(y)
         weights = [1.0] * len(X) if weights is None else list(weights)
         if not len(X) == len(y) == len(weights):
             raise ValueError(f"learn_many got {len(X)} examples, {len(y)} labels and "

@@ -29,10 +29,15 @@ LEARNING_OPTIONS = ("loss_function", "learning_rate", "power_t", "initial_t", "b
                     "noconstant", "sgd", "adaptive", "normalized", "invariant", "random_seed")
 
 
+# VW's default update is adaptive, normalized and invariant at once: the parameters say so
+DEFAULT_UPDATE = ("adaptive", "normalized", "invariant")
+
+
 def _signature(extra: dict[str, object], loss_default: str) -> inspect.Signature:
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for name in LEARNING_OPTIONS:
-        default = loss_default if name == "loss_function" else BY_NAME[name].default
+        default = loss_default if name == "loss_function" else \
+            True if name in DEFAULT_UPDATE else BY_NAME[name].default
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                             default=default))
     for name, default in extra.items():
@@ -44,7 +49,7 @@ def _signature(extra: dict[str, object], loss_default: str) -> inspect.Signature
 class _VWEstimator(BaseEstimator):
     """Shared machinery; ``__init__`` only stores the parameters (scikit-learn's contract)."""
 
-    _extra: dict[str, object] = {"passes": 1}
+    _extra: dict[str, object] = {"passes": 10}
     _loss_default = "squared"
 
     def __init__(self, **params):
@@ -64,14 +69,23 @@ class _VWEstimator(BaseEstimator):
         cls.__init__ = __init__
 
     def _options(self) -> dict:
+        """The learner's options: ``sgd=True`` is the plain update whatever the other three
+        say; else the update flags that are on (all three: VW's default; none: ``--sgd``)."""
         options = {"quiet": True}
         for name in LEARNING_OPTIONS:
             value = getattr(self, name)
+            if name == "sgd" or name in DEFAULT_UPDATE:
+                continue
             if BY_NAME[name].kind == FLAG:
                 if value:
                     options[name] = True
             elif value != BY_NAME[name].default or name == "loss_function":
                 options[name] = value
+        chosen = [name for name in DEFAULT_UPDATE if getattr(self, name)]
+        if self.sgd or not chosen:
+            options["sgd"] = True
+        elif len(chosen) < len(DEFAULT_UPDATE):
+            options.update(dict.fromkeys(chosen, True))
         return options
 
     def _learn(self, X, targets, sample_weight, first: bool):
@@ -123,21 +137,49 @@ class VWRegressor(RegressorMixin, _VWEstimator):
     True
     """
 
+    _extra = {"passes": 10, "scale_target": True}
+
+    def _start_target(self, y, sample_weight) -> None:
+        """With ``scale_target`` (the default) the learner sees ``(y − mean)/sd`` of the first
+        ``y`` it learns from (weighted by ``sample_weight``) and predictions are mapped back,
+        so a target far from 0 or with a large spread (diabetes: mean 152, sd 77) needs no
+        tuned learning rate, as ``LinearRegression`` needs none; ``False`` learns ``y`` as
+        given, as the command line does."""
+        self.target_mean_, self.target_scale_ = 0.0, 1.0
+        if not self.scale_target or y.size == 0:
+            return
+        weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if weights is not None and weights.ndim == 0:
+            weights = np.full(y.shape, float(weights))
+        if weights is not None and (weights.shape != y.shape or not np.sum(weights) > 0):
+            return  # a wrong shape is refused, with its shape named, when learning starts
+        mean = float(np.average(y, weights=weights))
+        spread = float(np.sqrt(np.average((y - mean) ** 2, weights=weights)))
+        self.target_mean_ = mean
+        self.target_scale_ = spread if spread > 0 else 1.0
+
+    def _scaled(self, y):
+        return (y - self.target_mean_) / self.target_scale_
+
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        self._start_target(y, sample_weight)
         for k in range(self._passes()):
-            self._learn(X, y, sample_weight, first=k == 0)
+            self._learn(X, self._scaled(y), sample_weight, first=k == 0)
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
         first = not hasattr(self, "workspace_")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True,
                              reset=first)
-        self._learn(X, y, sample_weight, first=first)
+        if first:
+            self._start_target(y, sample_weight)
+        self._learn(X, self._scaled(y), sample_weight, first=first)
         return self
 
     def predict(self, X):
-        return self._scores(X)
+        scores = np.asarray(self._scores(X))  # checks that the model is fitted
+        return self.target_mean_ + self.target_scale_ * scores
 
 
 class VWClassifier(ClassifierMixin, _VWEstimator):
@@ -148,7 +190,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
     the class scores (``oaa``/``sft``).
     """
 
-    _extra = {"passes": 1, "reduction": "oaa"}
+    _extra = {"passes": 10, "reduction": "sft"}
     _loss_default = "logistic"
 
     def _workspace_options(self) -> dict:
