@@ -69,3 +69,24 @@ def test_finish_writes_the_files_the_options_name(tmp_path):
     assert text.read_text().startswith("Version")
     with pytest.raises(ValueError, match="--invert_hash needs the feature names"):
         Workspace(f"--invert_hash {text} --quiet").finish()
+
+
+@pytest.mark.parametrize("where", [0.3, 0.6, 0.95])
+def test_a_model_with_one_flipped_bit_is_refused_everywhere_it_is_read(tmp_path, where):
+    """The model's SHA-256 covers every byte: one flipped bit in the header, the arrays or the
+    tail is refused, by the Python API and by the command line's -i alike, never misread."""
+    from pyvw_lite.io.model_io import ModelError
+    from pyvw_lite.cli.main import main
+    ws = Workspace("--oaa 3 --quiet")
+    ws.learn([f"{1 + k % 3} |a x{k % 7} y{k % 5}" for k in range(200)])
+    path = tmp_path / "m.pvw"
+    ws.save(str(path))
+    data = bytearray(path.read_bytes())
+    data[int(where * (len(data) - 1))] ^= 0x10
+    bad = tmp_path / "bad.pvw"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="checksum mismatch|not a pyvw-lite model|malformed"):
+        Workspace(["-i", str(bad), "--quiet"])
+    data_file = tmp_path / "d.vw"
+    data_file.write_text("1 |a x1\n")
+    assert main(["-d", str(data_file), "-i", str(bad), "--quiet"]) == 1

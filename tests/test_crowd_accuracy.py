@@ -5,6 +5,7 @@ The peer's figures were measured with crowd-kit's default parameters on these sa
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +55,12 @@ def test_online_em_is_close_to_batch_and_beats_majority_vote(name):
 def test_one_coin_baseline_is_a_real_model():
     answers, truth = load("bluebirds")
     # one coin per worker cannot express the bluebirds raters' class-dependent errors
-    assert accuracy(OneCoinDawidSkene(), answers, truth) < accuracy(BatchEM(), answers, truth)
-    assert accuracy(OneCoinDawidSkene(), answers, truth) >= accuracy(MajorityVote(), answers, truth) - 0.2
+    one_coin = accuracy(OneCoinDawidSkene(), answers, truth)
+    assert one_coin < accuracy(BatchEM(), answers, truth) - 0.2  # 0.5833 against 0.8981
+    # ... but it is a model: above the best constant guess (the larger class, 0.5556) by the
+    # 3 of 108 tasks it measured, not merely at it
+    constant = max(Counter(truth.values()).values()) / len(truth)
+    assert one_coin >= constant + 0.025, (one_coin, constant)
 
 
 def test_gold_labels_fix_items_and_help_the_rest():

@@ -23,14 +23,19 @@ def frame():
     return answers, truth
 
 
-@pytest.mark.parametrize("aggregator", [BatchEM, OnlineEM, MajorityVote, OneCoinDawidSkene])
+# measured on this seeded set: batch EM 0.8525, online EM 0.8325, one-coin 0.8475, majority vote
+# 0.8225; each floor sits 0.02 below its own figure, so a collapsed model fails
+FLOORS = {BatchEM: 0.83, OnlineEM: 0.81, MajorityVote: 0.80, OneCoinDawidSkene: 0.825}
+
+
+@pytest.mark.parametrize("aggregator", list(FLOORS))
 def test_pandas_in_pandas_out(frame, aggregator):
     answers, truth = frame
     model = aggregator()
     labels = model.fit_predict(answers)
     assert isinstance(labels, pd.Series) and labels.index.name == "task"
     assert set(labels.index) == set(answers.task)
-    assert (labels.reindex(truth.index) == truth).mean() > 0.7
+    assert (labels.reindex(truth.index) == truth).mean() > FLOORS[aggregator]
     probas = model.probas_
     assert list(probas.columns) == ["cat", "dog", "emu"]
     np.testing.assert_allclose(probas.sum(axis=1), 1.0, atol=1e-9)
@@ -75,7 +80,7 @@ def test_partial_fit_continues_the_same_model(frame):
     assert model.model_.t == t_after_first + second.task.nunique()
     labels = model.labels_  # every task seen since the first call
     assert set(labels.index) == set(first.task) | set(second.task)
-    assert (labels == truth.reindex(labels.index)).mean() > 0.7
+    assert (labels == truth.reindex(labels.index)).mean() > 0.82  # measured 0.845
     with pytest.raises(ValueError, match="unknown label 'yak'"):
         model.partial_fit(pd.DataFrame({"task": ["z"], "worker": ["w1"], "label": ["yak"]}))
 

@@ -49,13 +49,24 @@ def tournament_winner(scores, tree):
 
 
 def test_scoring_tournament_is_the_argmax():
-    """[D2] for any bracket, score-decided matches crown argmax (ties to the lowest class)."""
+    """[D2] for any bracket, score-decided matches crown argmax (ties to the lowest class): the
+    plain tournament above, the package's prediction (``predicted_class``) and its subtree
+    winners (``_winner`` over each node's class interval, which the training walk uses)."""
+    from pyvw_lite.reductions.multiclass import predicted_class
+    from pyvw_lite.reductions.sft import _winner
     rng = np.random.default_rng(2)
     for classes in range(1, 30):
         tree = bracket(classes)
+        out_pred, out_scores = np.zeros(1, np.int64), np.zeros((1, classes))
         for _ in range(20):
             scores = rng.integers(0, 4, size=classes).astype(float)  # many ties
-            assert tournament_winner(scores, tree) == int(np.argmax(scores))
+            best = int(np.argmax(scores))
+            assert tournament_winner(scores, tree) == best
+            assert predicted_class(scores, 0, out_pred, out_scores, False) == best
+            assert out_pred[0] == best
+            for node in range(2 * classes - 1):
+                lo, hi = int(tree.lo[node]), int(tree.hi[node])
+                assert _winner(scores, lo, hi) == lo + int(np.argmax(scores[lo:hi + 1]))
 
 
 def sft_matches(scores, truth, tree, step, winners):

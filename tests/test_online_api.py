@@ -38,7 +38,7 @@ def test_learn_one_equals_learn_many():
     assert set(probabilities) == {1, 2, 3} and abs(sum(probabilities.values()) - 1) < 1e-12
     assert one.predict_one(examples[0][0]) in {1, 2, 3}
     hits = [one.predict_one(x) == y for x, y in examples]  # integer labels compare equal
-    assert np.mean(hits) > 0.4  # above chance (1/3) on the examples it learned
+    assert np.mean(hits) > 0.46  # measured 0.49; chance is 1/3
 
 
 def test_a_malformed_example_raises_instead_of_vanishing():

@@ -415,7 +415,8 @@ args = "--sft {{K}} --dyad rt --rank 1 -l 1"
     names = [r.name for r in result.results]
     assert names == ["best constant", "linear", "dyadic k=1"]
     constant, linear, dyadic = result.results
-    assert linear.loss < constant.loss and dyadic.loss < constant.loss
+    # measured: best constant 0.663, linear 0.284, dyadic 0.307 (test 0/1 loss)
+    assert linear.loss < 0.32 and dyadic.loss < 0.34 and constant.loss > 0.6
     assert all(r.low <= r.loss <= r.high for r in result.results)
     record = json.loads((tmp_path / "work" / "results.json").read_text())
     assert record["labels"] == ["0", "1", "2", "3", "4"] and len(record["results"]) == 3

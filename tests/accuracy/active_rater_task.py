@@ -11,6 +11,9 @@ asked for and both learners' test loss (the learner is online and the sampler se
 prefix run is exactly the full run stopped early).
 
 Needs the shared datasets (../shared/datasets/crowd).
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+table (and writes its JSON record where it says so). The asserted figures live in tests/test_*.py.
 """
 from __future__ import annotations
 

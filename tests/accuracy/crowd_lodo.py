@@ -12,6 +12,9 @@ The LODO mean predicts accuracy on unseen sets; the mean over all twelve does no
 Batch EM's defaults were tuned on these twelve sets (README history), so its figures here are
 optimistic and it is left out of the LODO choice and of auto's candidates (``--exclude em``).
 The script asserts issue 26's criteria for the chosen default and exits 1 if one fails.
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+table (and writes its JSON record where it says so). The asserted figures live in tests/test_*.py.
 """
 from __future__ import annotations
 

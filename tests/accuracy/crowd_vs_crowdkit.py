@@ -5,6 +5,9 @@ against crowd-kit's DawidSkene, MajorityVote and OneCoinDawidSkene, side by side
 
 crowd-kit runs in a child process of ``--peer-python`` (default: this Python, if it has
 crowd-kit).  Accuracy is over the tasks that have a truth label and at least one answer.
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+table (and writes its JSON record where it says so). The asserted figures live in tests/test_*.py.
 """
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ passes), side by side.
 
 ``-b`` goes to both tools (default 18, VW's).  A feature's latent vector shares the row of its
 linear weight, so the dyadic model fills no more rows than the linear one (README).
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+table (and writes its JSON record where it says so). The asserted figures live in tests/test_*.py.
 """
 from __future__ import annotations
 

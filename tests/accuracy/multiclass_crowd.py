@@ -5,6 +5,9 @@ pyvw-lite --sft K against VW --ect K and --oaa K (same -b, same learning rate), 
 
 Needs the shared datasets (../shared/datasets/crowd) and, for the VW columns, the
 ``vowpalwabbit`` package; ``--write-fixture`` stores VW's figures for the test suite.
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+table (and writes its JSON record where it says so). The asserted figures live in tests/test_*.py.
 """
 from __future__ import annotations
 
