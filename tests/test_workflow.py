@@ -571,3 +571,32 @@ def test_evaluate_scores_ratings_by_mae_and_rmse_with_intervals(tmp_path, capsys
     assert f"RMSE = {np.sqrt((errors ** 2).mean()):.6f}" in out
     gap = np.abs(errors).mean() - np.abs(np.round(bad, 6) - labels).mean()
     assert f"minus {p_bad}: MAE {gap:+.6f}" in out and gap < 0
+
+
+def test_a_config_names_where_it_looked_and_takes_a_data_root(tmp_path, monkeypatch):
+    """Issue 29 item 2: from a clone elsewhere a config's relative data path failed with "no such
+    file" and no word of what it was relative to.  Now the error lists every place tried and
+    --data-root points at the data."""
+    from pyvw_lite.cli.main import main
+    from pyvw_lite.workflow.experiment import ConfigError, run_experiment
+    project = tmp_path / "deep" / "clone"
+    (project / "configs").mkdir(parents=True)
+    config = project / "configs" / "x.toml"
+    config.write_text('[experiment]\nanswers = "../elsewhere/answers.csv"\npasses = 1\n'
+                      '[[models]]\nname = "linear"\nargs = "--oaa {K}"\n')
+    monkeypatch.chdir(project)
+    with pytest.raises(ConfigError) as caught:
+        run_experiment(str(config), str(tmp_path / "w"), with_peer=False, plot=False)
+    message = str(caught.value)
+    assert "../elsewhere/answers.csv: no such file" in message and "--data-root" in message
+    assert str(project.parent / "elsewhere" / "answers.csv") in message  # a place it tried
+    data = tmp_path / "data" / "elsewhere"
+    data.mkdir(parents=True)
+    rows = ["task,worker,label"] + [f"t{t},w{w},{(t + (w == 3)) % 3}" for t in range(40)
+                                    for w in range(5)]
+    (data / "answers.csv").write_text("\n".join(rows) + "\n")
+    root = tmp_path / "data" / "root"
+    root.mkdir()
+    assert main(["experiment", str(config), "--workdir", str(tmp_path / "w"), "--no-peer",
+                 "--data-root", str(root)]) == 0
+    assert (tmp_path / "w" / "results.json").exists()

@@ -387,13 +387,16 @@ def experiment(
                                                         "(default experiments/NAME)"),
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also run the config's peer models "
                                                              "under VW when installed"),
+    data_root: str = typer.Option(None, "--data-root", help="folder the config's relative data "
+                                                            "path is under (default: the working "
+                                                            "directory or the config's folders)"),
 ) -> None:
     """Run a configured rater-task experiment and print its table (JSON record, PNG plot)."""
     from ..workflow.experiment import ConfigError, run_experiment
 
     def action():
         try:
-            run_experiment(config, workdir, with_peer=peer)
+            run_experiment(config, workdir, with_peer=peer, data_root=data_root)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
 

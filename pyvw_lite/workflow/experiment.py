@@ -246,17 +246,26 @@ def load_config(path: str) -> dict:
     return config
 
 
-def _resolve(base: str, path: str) -> str:
-    """A config's paths are relative to the working directory, else to the config's folder or
-    the folder above it (``configs/x.toml`` naming ``datasets/...`` of the same project)."""
-    if os.path.isabs(path) or os.path.exists(path):
-        return path
+def _resolve(base: str, path: str, data_root: str | None = None) -> str:
+    """A config's data path: under ``data_root`` (``--data-root``) when given, else relative to
+    the working directory, the config's folder or the folder above it (``configs/x.toml``
+    naming ``datasets/...`` of the same project).  A path found nowhere is a ConfigError that
+    names every place tried."""
+    if os.path.isabs(path):
+        if os.path.exists(path):
+            return path
+        raise ConfigError(f"{base}: {path}: no such file")
     folder = os.path.dirname(os.path.abspath(base))
-    for root in (folder, os.path.dirname(folder)):
+    roots = list(dict.fromkeys(([os.path.abspath(data_root)] if data_root else [])
+                               + [os.getcwd(), folder, os.path.dirname(folder)]))
+    for root in roots:
         candidate = os.path.join(root, path)
         if os.path.exists(candidate):
-            return candidate
-    return path
+            return candidate if root != os.getcwd() else path
+    tried = ", ".join(os.path.normpath(os.path.join(root, path)) for root in roots)
+    raise ConfigError(f"{base}: {path}: no such file (a relative data path is looked up under "
+                      f"--data-root, the working directory, the config's folder and the folder "
+                      f"above it; tried {tried}); give --data-root DIR for data kept elsewhere")
 
 
 def _labels_of(path: str) -> list[str]:
@@ -285,7 +294,8 @@ def _run_peer(argv: list[str]) -> None:
 
 
 def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
-                   out=sys.stdout, plot: bool = True) -> ExperimentResult:
+                   out=sys.stdout, plot: bool = True, data_root: str | None = None
+                   ) -> ExperimentResult:
     config = load_config(config_path)
     setup = config["experiment"]
     name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
@@ -293,7 +303,7 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     os.makedirs(workdir, exist_ok=True)
     seed = int(setup.get("seed", 0))
     all_lines = os.path.join(workdir, "all.vw")
-    source = _resolve(config_path, setup.get("answers", setup.get("data")))
+    source = _resolve(config_path, setup.get("answers", setup.get("data")), data_root)
     outputs = ["all.vw", "labels.json", "train.vw", "test.vw", "results.json", "results.png"]
     outputs += [f"model{k}{end}" for k in range(len(config["models"]) + len(config.get("peer", [])))
                 for end in (".cache", ".vwcache", ".model", ".pred")]
@@ -303,11 +313,11 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
     if "answers" in setup:
-        report = crowd_to_vw(_resolve(config_path, setup["answers"]), all_lines,
+        report = crowd_to_vw(source, all_lines,
                              os.path.join(workdir, "labels.json"), shuffle_seed=seed)
         labels = report.labels
     else:
-        all_lines = _resolve(config_path, setup["data"])
+        all_lines = source
         labels = sorted(set(_labels_of(all_lines)), key=lambda text: (len(text), text))
     K = len(labels)
     train, test = os.path.join(workdir, "train.vw"), os.path.join(workdir, "test.vw")
