@@ -150,7 +150,8 @@ def user_item_ratings(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items:
     """``(users, items, ratings)``: integer ratings 1..5 of a low-rank model with biases,
     ``round(3.5 + b_u + b_i + p_u·q_i + noise)`` with ``p_u·q_i`` of standard deviation
     ``latent_sd``; users' activity is log-normal and items' popularity Zipf-like, and no pair is
-    rated twice (so slightly fewer than ``n_ratings`` come back when pairs collide)."""
+    rated twice (a pair drawn again is dropped: popular items and active users collide, so fewer
+    than ``n_ratings`` come back)."""
     rng = np.random.default_rng(seed)
     p = rng.normal(0.0, 1.0, (n_users, rank))
     q = rng.normal(0.0, 1.0, (n_items, rank))

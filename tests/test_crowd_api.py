@@ -150,3 +150,38 @@ def test_online_em_partial_fit_labels_every_task_seen_and_predicts_earlier_ones(
     assert model.predict_proba(first).shape == (300, answers.classes)
     model.fit(second)  # fit starts afresh
     assert sorted(model.labels_.index) == sorted(second.task.unique())
+
+
+# scikit-learn's estimator checks that apply to crowd aggregators.  The others feed fit(X, y)
+# a numeric feature matrix with one target per row and test what a supervised model promises
+# (n_features_in_, predict on new rows, sample weights, fitting on one feature ...); crowd-kit's
+# fit(data, true_labels) reads X as (task, worker, label) triples and true_labels as a task ->
+# label mapping, so those checks do not apply: they are skipped for that reason, not failed.
+SKLEARN_CHECKS = ("check_get_params_invariance", "check_set_params",
+                  "check_no_attributes_set_in_init", "check_parameters_default_constructible",
+                  "check_estimator_repr", "check_do_not_raise_errors_in_init_or_set_params")
+
+
+@pytest.mark.parametrize("check", SKLEARN_CHECKS)
+@pytest.mark.parametrize("estimator", ["MajorityVote", "OneCoinDawidSkene", "BatchEM",
+                                       "OnlineEM", "BCC", "EBCC"])
+def test_crowd_estimators_pass_sklearn_parameter_checks(estimator, check):
+    """Issue 29: BatchEM/OnlineEM took **settings (refused by scikit-learn) and BCC reported
+    EBCC's parameters it does not accept."""
+    from sklearn.utils import estimator_checks
+    from pyvw_lite.api import crowd
+    getattr(estimator_checks, check)(estimator, getattr(crowd, estimator)())
+
+
+def test_crowd_estimators_clone_and_pickle(frame):
+    import pickle
+
+    from sklearn.base import clone
+    from pyvw_lite.api.crowd import BCC
+    answers, _ = frame
+    for model in (BatchEM(n_iter=20, eta=0.3), OnlineEM(passes=2, kappa=2.0), BCC(a_v=3.0)):
+        copy = clone(model)
+        assert copy.get_params() == model.get_params() and copy is not model
+        fitted = model.fit(answers)
+        again = pickle.loads(pickle.dumps(fitted))
+        assert (again.labels_ == fitted.labels_).all()

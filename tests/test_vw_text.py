@@ -251,3 +251,21 @@ def test_cli_learns_a_truncated_gzip_up_to_the_damage(tmp_path):
     assert (tmp_path / "p.txt").read_text() == (tmp_path / "q.txt").read_text()
     with pytest.raises(ParseError, match="cut.vw.gz: compressed data ends early"):
         run_workspace(["-d", str(path), "--strict_parse"])
+
+
+def test_string_values_audit_as_vw(tmp_path):
+    """Issue 29 items 8-9 against VW 9.11.9's --audit: a string-valued feature has value 1
+    whatever its namespace's weight (|a:2 x:red), and its value runs to the next space, so a
+    '|' inside it is part of it (|a x:red|b y:1 is a^x^red|b, and y stays in a); after a
+    numeric value '|' starts a namespace, as in VW."""
+    from pathlib import Path
+
+    from conftest import run_workspace
+    golden = Path(__file__).parent / "golden" / "strings"
+    out, _, code = run_workspace(["-d", str(golden / "string_values.vw"), "--audit", "-b", "20",
+                                  "--quiet"])
+    assert code == 0
+    assert out == (golden / "vw.audit").read_text()
+    assert names("1 |a:2 x:red y:3") == [("a^x^red", 1.0), ("a^y", 6.0)]
+    assert names("1 |a x:red|b y:1") == [("a^x^red|b", 1.0), ("a^y", 1.0)]
+    assert names("1 |a x:1|b y:1") == [("a^x", 1.0), ("b^y", 1.0)]

@@ -600,3 +600,58 @@ def test_a_config_names_where_it_looked_and_takes_a_data_root(tmp_path, monkeypa
     assert main(["experiment", str(config), "--workdir", str(tmp_path / "w"), "--no-peer",
                  "--data-root", str(root)]) == 0
     assert (tmp_path / "w" / "results.json").exists()
+
+
+def test_plot_draws_progress_tables(tmp_path, capsys):
+    """pyvw-lite plot: one curve per saved progress table (holdout rows apart), a PNG written
+    atomically; a file without a table, or an output over an input, is a one-line error."""
+    from conftest import run_workspace
+    from pyvw_lite.cli.main import main
+    from pyvw_lite.workflow.plot import read_progress
+    lines = [f"{1 if k % 3 else -1} |a x{k % 7} |b y{k % 5}" for k in range(400)]
+    data = tmp_path / "d.vw"
+    data.write_text("\n".join(lines) + "\n")
+    _, err, code = run_workspace(["-d", str(data), "--loss_function", "logistic", "--passes", "3",
+                                  "-c", "--cache_file", str(tmp_path / "c")])
+    assert code == 0
+    run = tmp_path / "run.txt"
+    run.write_text(err)
+    curve = read_progress(str(run))
+    assert curve.examples[0] == 1.0 and any(curve.holdout) and not all(curve.holdout)
+    assert len(curve.examples) == sum(1 for line in err.splitlines()
+                                      if line[:1].isdigit() and len(line.split()) >= 7)
+    out = tmp_path / "curve.png"
+    assert main(["plot", str(run), str(run), "-o", str(out), "--since"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", str(data), "-o", str(tmp_path / "x.png")]) == 1
+    assert "no progress table" in capsys.readouterr().err
+    assert main(["plot", str(run), "-o", str(run)]) == 1
+    assert "write over its input" in capsys.readouterr().err
+
+
+def test_a_regression_experiment_scores_mse_with_intervals(tmp_path):
+    """task = "regression": test MSE with its 95% interval per model, the training mean as the
+    best constant, paired differences of squared errors from linear, a PNG; the bundled config
+    configs/dyadic_ratings.toml runs as given."""
+    from pathlib import Path
+
+    from pyvw_lite.synthetic import user_item_ratings, write_ratings
+    from pyvw_lite.workflow.experiment import ConfigError, run_experiment
+    write_ratings(str(tmp_path / "ratings.vw"), *user_item_ratings(
+        n_ratings=30000, n_users=300, n_items=400, rank=2, latent_sd=0.8, seed=5))
+    config = Path(__file__).resolve().parent.parent / "configs" / "dyadic_ratings.toml"
+    result = run_experiment(str(config), str(tmp_path / "work"), with_peer=False, plot=True,
+                            out=io.StringIO(), data_root=str(tmp_path))
+    losses = {r.name: r for r in result.results}
+    assert result.metric == "test MSE"
+    constant, linear = losses["best constant"], losses["linear"]
+    assert linear.loss < constant.loss - 0.1
+    assert losses["dyadic k=2"].loss < linear.loss  # rank-2 structure to find
+    assert losses["dyadic k=2"].versus["high"] < 0  # ... significantly, paired
+    assert all(r.low < r.loss < r.high for r in result.results)
+    assert (tmp_path / "work" / "results.png").read_bytes()[:4] == b"\x89PNG"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(config.read_text().replace('task = "regression"', 'task = "regresion"'))
+    with pytest.raises(ConfigError, match="task = 'regresion'"):
+        run_experiment(str(bad), str(tmp_path / "w2"), with_peer=False, plot=False,
+                       out=io.StringIO(), data_root=str(tmp_path))

@@ -59,18 +59,13 @@ class _Aggregator:
 
     @classmethod
     def _parameters(cls) -> dict:
-        """Name -> default of every constructor parameter along the class hierarchy."""
+        """Name -> default of every parameter of the class's constructor (its signature, as
+        scikit-learn reads it; classes taking ``**settings`` publish the full one)."""
         import inspect
-        found = {}
-        for klass in reversed(cls.__mro__):
-            init = klass.__dict__.get("__init__")
-            if init is None:
-                continue
-            for name, parameter in inspect.signature(init).parameters.items():
+        return {name: parameter.default
+                for name, parameter in inspect.signature(cls.__init__).parameters.items()
                 if name != "self" and parameter.kind not in (parameter.VAR_POSITIONAL,
-                                                             parameter.VAR_KEYWORD):
-                    found[name] = parameter.default
-        return found
+                                                             parameter.VAR_KEYWORD)}
 
     def get_params(self, deep: bool = True) -> dict:
         return {name: getattr(self, name) for name in self._parameters()}
@@ -207,6 +202,26 @@ class _NominalModel(_Aggregator):
         self._publish_workers(data, matrices, prior / prior.sum())
 
 
+def _with_settings(cls):
+    """Give ``cls.__init__(own..., **settings)`` the signature it really has: its own
+    parameters, then every keyword of the nominal model's (scikit-learn's get_params, clone and
+    checks read it, and refuse ``**kwargs``)."""
+    import inspect
+    own = [p for p in inspect.signature(cls.__init__).parameters.values()
+           if p.kind != p.VAR_KEYWORD]
+    shared = [p.replace(kind=p.KEYWORD_ONLY) for name, p in
+              inspect.signature(_NominalModel.__init__).parameters.items() if name != "self"]
+    init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+    __init__.__signature__ = inspect.Signature(own + shared)
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__
+    return cls
+
+
+@_with_settings
 class BatchEM(_NominalModel):
     """Batch MAP-EM of the nominal label model (SPEC §E.3): Dawid-Skene confusion matrices with
     a Gaussian prior and hyperprior, learned class prior, optional item difficulty."""
@@ -230,6 +245,7 @@ class BatchEM(_NominalModel):
         return self
 
 
+@_with_settings
 class OnlineEM(_NominalModel):
     """Online EM (SPEC §E.4) with hashed worker slots and the lazy hyperprior; ``partial_fit``
     continues on new answers with the same model.  ``labels_`` come from the model after the

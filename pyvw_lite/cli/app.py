@@ -1,6 +1,8 @@
 """typer app for the subcommands that VW itself does not have."""
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
@@ -376,6 +378,29 @@ def evaluate(
                            + regression_difference(other, result))
             else:
                 typer.echo(paired_difference(other.hits, result.hits).text(predictions, versus))
+
+    _workflow_errors(action)
+
+
+@app.command()
+def plot(
+    runs: list[str] = typer.Argument(..., help="saved stderr of runs (their progress tables); "
+                                               "- reads standard input"),
+    output: str = typer.Option(..., "-o", "--output", help="PNG to write"),
+    since: bool = typer.Option(False, "--since", help="also draw the loss since the last report"),
+    title: str = typer.Option(None, "--title", help="the plot's title"),
+) -> None:
+    """Draw the progressive loss curve of one or more runs from their progress tables
+    (pyvw-lite -d train.vw ... 2> run.txt; pyvw-lite plot run.txt -o curve.png)."""
+    from ..workflow.plot import plot_progress, read_progress
+
+    def action():
+        _check_output("-o", output)
+        check_paths([("run", run) for run in runs if run != "-"], [("-o", output)])
+        curves = [read_progress("stdin", sys.stdin.read()) if run == "-" else read_progress(run)
+                  for run in runs]
+        plot_progress(curves, output, since=since, title=title)
+        typer.echo(f"plot: {output}")
 
     _workflow_errors(action)
 

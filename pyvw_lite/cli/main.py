@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "evaluate": "0/1 loss with error bars, precision/recall, confusion matrix",
     "experiment": "run a configured rater-task experiment (configs/*.toml)",
     "compile": "fill the kernel cache ahead of time (--all, or modes)",
+    "plot": "progressive loss curves of runs from their saved progress tables (PNG)",
 }
 
 

@@ -512,7 +512,10 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                         p += 1
                     if p > vs:
                         number, used = parse_number(buf, vs, p)
-                        if used == 0:
+                        if used == 0:  # a string value (VW 9's chained hash) runs to the
+                            # next space: a '|' in it is part of it, as in VW
+                            while p < le and buf[p] != SPACE and buf[p] != TAB and buf[p] != CR:
+                                p += 1
                             sval_s = vs
                             sval_e = p
                         elif used < p - vs:
@@ -523,7 +526,8 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                             break
                         else:
                             value = number
-                value = _to_float32(value * ns_weight)
+                # a string-valued feature has value 1, whatever its namespace's weight (VW)
+                value = 1.0 if sval_s >= 0 else _to_float32(value * ns_weight)
                 if not math.isfinite(value):  # x:1e39, or a value times its namespace weight
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32 if ns_weight == 1.0
                                else ERR_SCALED_BEYOND_FLOAT32, fs, p)

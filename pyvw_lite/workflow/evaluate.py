@@ -241,7 +241,7 @@ class Regression(Exception):
         self.labels, self.predictions = labels, predictions
 
 
-def _mean_interval(values: np.ndarray, z: float = Z_95) -> tuple[float, float, float]:
+def mean_interval(values: np.ndarray, z: float = Z_95) -> tuple[float, float, float]:
     """Mean and its normal 95% interval (the examples as independent draws)."""
     mean = float(values.mean())
     half = z * float(values.std(ddof=1)) / math.sqrt(values.size) if values.size > 1 else math.nan
@@ -259,8 +259,8 @@ class RegressionEvaluation:
         return int(self.errors.size)
 
     def text(self) -> str:
-        mae, low, high = _mean_interval(np.abs(self.errors))
-        mse, mse_low, mse_high = _mean_interval(self.errors ** 2)
+        mae, low, high = mean_interval(np.abs(self.errors))
+        mse, mse_low, mse_high = mean_interval(self.errors ** 2)
         return "\n".join([
             f"examples = {self.n}",
             f"MAE = {mae:.6f} (95% interval {low:.6f} .. {high:.6f})",
@@ -279,7 +279,7 @@ def regression_difference(a: RegressionEvaluation, b: RegressionEvaluation) -> s
     lines = []
     for name, fa, fb in (("MAE", np.abs(a.errors), np.abs(b.errors)),
                          ("MSE", a.errors ** 2, b.errors ** 2)):
-        mean, low, high = _mean_interval(fb - fa)
+        mean, low, high = mean_interval(fb - fa)
         lines.append(f"{name} {mean:+.6f} (95% paired interval {low:+.6f} .. {high:+.6f})")
     return "; ".join(lines) + f" on {a.n} examples"
 

@@ -11,6 +11,11 @@ most frequent training label.  Models given in ``[[peer]]`` run under Vowpal Wab
 ``vowpalwabbit`` package is installed, in the same run.  The table is printed; a JSON record and,
 with matplotlib installed, a PNG bar chart with error bars are written next to the data.
 
+With ``task = "regression"`` (ratings, any numeric label) every model is scored by its test MSE
+with a 95% interval instead, ``best constant`` predicts the training mean, and the comparison
+with the baseline is the paired difference of squared errors with its interval and a paired
+z-test's p-value.
+
 A config::
 
     [experiment]
@@ -33,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import shlex
 import string
@@ -47,7 +53,8 @@ import numpy as np
 from ..io.atomic import check_paths
 from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
-from .evaluate import evaluate_predictions, paired_difference, wilson_interval
+from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
+                       paired_difference, wilson_interval)
 from .peer import vw_available, vw_command
 from .split import split_file
 
@@ -82,13 +89,15 @@ class ExperimentResult:
     split: dict
     results: list[ModelResult] = field(default_factory=list)
     baseline: str | None = None
+    metric: str = "test 0/1 loss"
 
     def table(self) -> str:
         width = max(12, max(len(r.name) for r in self.results) + 2)
         paired = f"minus {self.baseline}, paired 95%" if self.baseline else ""
         span = max(len(paired), 28)
-        lines = [f"{'model':<{width}} {'tool':<9} {'test 0/1 loss':>13} {'95% interval':>19} "
-                 f"{'seconds':>8}" + (f"  {paired:<{span}} {'McNemar p':>9}" if paired else "")]
+        test = "McNemar p" if self.metric == "test 0/1 loss" else "paired p"
+        lines = [f"{'model':<{width}} {'tool':<9} {self.metric:>13} {'95% interval':>19} "
+                 f"{'seconds':>8}" + (f"  {paired:<{span}} {test:>9}" if paired else "")]
         for r in self.results:
             line = (f"{r.name:<{width}} {r.tool:<9} {r.loss:>13.4f} "
                     f"{f'{r.low:.4f} .. {r.high:.4f}':>19} {r.seconds:>8.2f}")
@@ -102,7 +111,8 @@ class ExperimentResult:
 
 # The keys a config may hold, with their types; anything else is a typo and refused.
 EXPERIMENT_KEYS = {"name": str, "answers": str, "data": str, "test_fraction": (int, float),
-                   "seed": int, "passes": int, "common": str, "baseline": str}
+                   "seed": int, "passes": int, "common": str, "baseline": str, "task": str}
+TASKS = ("classification", "regression")
 MODEL_KEYS = {"name": str, "args": str, "constant": bool}
 
 
@@ -325,7 +335,13 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}"
               + "".join(f"{'; ' if k == 0 else ', '}test {what} seen in training {seen}/{total}"
                         for k, (what, seen, total) in enumerate(split.overlaps())) + "\n")
-    result = ExperimentResult(name=name, config=config_path, labels=labels, split=asdict(split))
+    task = setup.get("task", "classification")
+    if task not in TASKS:
+        raise ConfigError(f"{config_path}: [experiment] task = {task!r}: choose "
+                          + " or ".join(map(repr, TASKS)))
+    regression = task == "regression"
+    result = ExperimentResult(name=name, config=config_path, labels=labels, split=asdict(split),
+                              metric="test MSE" if regression else "test 0/1 loss")
     passes = int(setup.get("passes", 1))
     common = shlex.split(setup.get("common", ""))
     test_labels = _labels_of(test)
@@ -345,7 +361,12 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     for position, (model, tool) in enumerate(plan):
         started = time.perf_counter()
         compiled_before = compile_seconds()
-        if model.get("constant"):
+        if model.get("constant") and regression:  # the training mean, best for squared error
+            mean = float(np.mean([_number(label, train) for label in _labels_of(train)]))
+            hits[model["name"]] = np.array([mean - _number(label, test)
+                                            for label in test_labels])
+            args, tool = f"predicts {mean:g}", "-"
+        elif model.get("constant"):
             constant = Counter(_labels_of(train)).most_common(1)[0][0]
             hits[model["name"]] = np.array([label == constant for label in test_labels])
             errors = int(np.count_nonzero(~hits[model["name"]]))
@@ -362,17 +383,31 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
             runner(train_argv)
             runner(test_argv)
             evaluation = evaluate_predictions(stem + ".pred", test)
-            errors, n = evaluation.errors, evaluation.n
-            hits[model["name"]] = evaluation.hits
+            if regression != isinstance(evaluation, RegressionEvaluation):
+                raise ConfigError(f"{config_path}: model {model['name']!r} predicts "
+                                  + ("classes; task = 'regression' scores numbers" if regression
+                                     else "numbers; give task = 'regression' to score them"))
+            if regression:
+                hits[model["name"]] = evaluation.errors
+            else:
+                errors, n = evaluation.errors, evaluation.n
+                hits[model["name"]] = evaluation.hits
+        seconds = time.perf_counter() - started - (compile_seconds() - compiled_before)
+        if regression:  # hits holds each test example's error (prediction minus label)
+            squared = hits[model["name"]] ** 2
+            loss, low, high = mean_interval(squared)
+            result.results.append(ModelResult(name=model["name"], tool=tool, args=args,
+                                              test_examples=int(squared.size), errors=0,
+                                              loss=loss, low=low, high=high, seconds=seconds))
+            continue
         low, high = wilson_interval(errors, n)
         result.results.append(ModelResult(name=model["name"], tool=tool, args=args,
                                           test_examples=n, errors=int(errors), loss=errors / n,
-                                          low=low, high=high,
-                                          seconds=time.perf_counter() - started
-                                          - (compile_seconds() - compiled_before)))
+                                          low=low, high=high, seconds=seconds))
     if baseline is not None:
         for r in result.results:
-            r.versus = asdict(paired_difference(hits[baseline], hits[r.name]))
+            r.versus = (_squared_error_difference(hits[baseline], hits[r.name]) if regression
+                        else asdict(paired_difference(hits[baseline], hits[r.name])))
     out.write(result.table())
     record = os.path.join(workdir, "results.json")
     with open(record, "w") as handle:
@@ -383,6 +418,29 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
         out.write(f"plot: {picture}\n" if picture else
                   "plot: skipped (pip install 'pyvw-lite[plot]' for matplotlib)\n")
     return result
+
+
+def _number(label: str, path: str) -> float:
+    try:
+        return float(label)
+    except ValueError:
+        raise ConfigError(f"{path}: label {label!r} is not a number (task = 'regression')") \
+            from None
+
+
+def _squared_error_difference(base: np.ndarray, other: np.ndarray) -> dict:
+    """Model B's squared error minus the baseline's on the same test examples: the mean, its
+    paired 95% interval and the two-sided p-value of a paired z-test."""
+    difference = other ** 2 - base ** 2
+    mean, low, high = mean_interval(difference)
+    spread = float(difference.std(ddof=1)) if difference.size > 1 else 0.0
+    if spread == 0.0:
+        p_value = 1.0 if mean == 0.0 else 0.0
+    else:
+        z = abs(mean) / (spread / math.sqrt(difference.size))
+        p_value = math.erfc(z / math.sqrt(2.0))
+    return {"n": int(difference.size), "difference": mean, "low": low, "high": high,
+            "p_value": p_value}
 
 
 def plot_results(result: ExperimentResult, path: str) -> str | None:
@@ -401,7 +459,7 @@ def plot_results(result: ExperimentResult, path: str) -> str | None:
              color=["#999999" if r.tool == "-" else "#d62728" if r.tool == "VW" else "#1f77b4"
                     for r in result.results])
     axes.set_xticks(range(len(names)), names, fontsize=8)
-    axes.set_ylabel("test 0/1 loss (95% interval)")
+    axes.set_ylabel(f"{result.metric} (95% interval)")
     axes.set_title(result.name)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
