@@ -23,6 +23,8 @@ test: install
 
 demo: $(VENV)/.demo-installed
 	@mkdir -p $(OUT)
+	@echo "== compiling the kernels the demo uses, in parallel (once: later runs load them)"
+	$(BIN)/pyvw-lite compile binary sft sft-dyad crowd-batch
 	@echo "== the seed experiment on the bundled act_MS answers: best constant, linear and dyadic"
 	@echo "   k = 1..3 scoring filter trees with hinge loss, 15/16 train, 1/16 test"
 	$(BIN)/pyvw-lite experiment configs/seed_table.toml --workdir $(OUT)/seed_table

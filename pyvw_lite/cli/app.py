@@ -169,13 +169,20 @@ def crowd(
 def compile_kernels(
     modes: list[str] = typer.Argument(None, help="modes to compile (default: --all)"),
     all_modes: bool = typer.Option(False, "--all", help="every mode"),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes compiling at once "
+                                                     "(default: one per core)"),
 ) -> None:
     """Fill the kernel cache ahead of time (Docker images, clusters, CI): binary, squared,
     oaa, ect, sft, dyad, sft-dyad, oaa-dyad, active, crowd-online, crowd-batch, crowd-auto."""
+    import os
+
     from .prebuild import MODES, prebuild
     chosen = list(MODES) if all_modes or not modes else list(modes)
+    if jobs < 0:
+        typer.echo(f"pyvw-lite: error: --jobs {jobs}: at least 1 (0: one per core)", err=True)
+        raise typer.Exit(1)
     try:
-        prebuild(chosen)
+        prebuild(chosen, jobs=jobs or os.cpu_count() or 1)
     except ValueError as exc:
         typer.echo(f"pyvw-lite: error: {exc}", err=True)
         raise typer.Exit(1) from None
