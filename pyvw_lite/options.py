@@ -231,6 +231,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("averaging", STR, "adaptive", "how shard models combine after a pass (adaptive "
            "weights each update by its squared gradients)", "Scale-out",
            choices=("adaptive", "mean")),
+    Option("timings", FLAG, False, "with --executor: where each pass's time goes (shard "
+           "start, parsing, learning, shipping, averaging), one line per pass on stderr",
+           "Scale-out"),
 )
 
 BY_NAME = {opt.name: opt for opt in OPTIONS}

@@ -237,3 +237,65 @@ def test_bench_scale_runs_every_executor_and_agrees_on_the_result(tmp_path):
     assert len({row["result"] for row in em.values()}) == 1
     assert learning["serial"]["speedup_vs_serial"] == 1.0
     assert "speedup = serial executor's median wall time" in out.getvalue()
+
+
+def test_byte_range_shards_hold_the_lines_that_cut_shards_hold(tmp_path):
+    """A local file's shards travel as byte ranges each worker reads itself; they must hold
+    exactly the lines (and first line numbers) of the shards cut from the read file, for any
+    shard count, with or without a final newline, blank lines and CRLF included."""
+    from pyvw_lite.distributed.learn import file_shards, local_file, range_shards
+    rng = np.random.default_rng(8)
+    for ending in ("\n", ""):
+        lines = [("" if rng.random() < 0.05 else f"{rng.integers(2)} |a x{k}")
+                 + ("\r" if rng.random() < 0.1 else "") for k in range(1003)]
+        path = tmp_path / f"d{len(ending)}.vw"
+        path.write_bytes(("\n".join(lines) + ending).encode())
+        assert local_file(str(path))
+        for n in (1, 2, 3, 7, 1500):
+            cut, _ = file_shards(str(path), n)
+            ranged = range_shards(str(path), n)
+            raw = path.read_bytes()
+            for piece, span in zip(cut, ranged):
+                cut_lines = [line for data, _ in piece["pieces"] for line in data.split(b"\n")]
+                part = raw[span["start"]:span["end"]]
+                range_lines = part[:-1].split(b"\n") if part.endswith(b"\n") else \
+                    (part.split(b"\n") if part else [])
+                assert range_lines == cut_lines
+                if piece["pieces"]:
+                    assert span["first_line"] == piece["pieces"][0][1]
+    gz = tmp_path / "d.vw.gz"
+    import gzip
+    gz.write_bytes(gzip.compress(b"1 |a x\n"))
+    assert not local_file(str(gz)) and not local_file("-")
+
+
+def test_sharded_models_are_the_same_from_a_file_and_from_its_lines(tmp_path):
+    """The byte-range path (a local file) and the shipped-lines path (standard input, gzip)
+    learn the same model."""
+    import gzip
+    lines = [f"{1 if k % 3 else -1} |a x{k % 11} |b y{k % 7}" for k in range(900)]
+    plain, packed = tmp_path / "d.vw", tmp_path / "d.vw.gz"
+    plain.write_text("\n".join(lines) + "\n")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    models = []
+    for data in (plain, packed):
+        model = tmp_path / f"{data.name}.pvw"
+        _, err, code = run_workspace(["-d", str(data), "--loss_function", "logistic", "--passes",
+                                      "2", "--executor", "serial", "--shards", "3", "-f",
+                                      str(model), "--quiet"])
+        assert code == 0, err
+        models.append(model.read_bytes())
+    assert models[0] == models[1]
+
+
+def test_timings_say_where_each_pass_went(tmp_path):
+    lines = [f"{1 if k % 3 else -1} |a x{k % 11}" for k in range(300)]
+    data = tmp_path / "d.vw"
+    data.write_text("\n".join(lines) + "\n")
+    _, err, code = run_workspace(["-d", str(data), "--passes", "2", "--executor", "serial",
+                                  "--shards", "2", "--timings"])
+    assert code == 0
+    rows = [line for line in err.splitlines() if line.startswith("timings: ")]
+    assert rows[0].startswith("timings: read and cut 2 shards")
+    assert [row.split(":")[1].strip() for row in rows[1:]] == ["pass 1", "pass 2"]
+    assert all("parse" in row and "learn" in row and "averaging" in row for row in rows[1:])

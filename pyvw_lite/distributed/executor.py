@@ -43,6 +43,7 @@ def worker_timeout() -> float:
 class SerialExecutor:
     name = "serial"
     workers = 1
+    same_machine = True  # workers can read this machine's files: shards go as byte ranges
 
     def put(self, data):
         return data
@@ -108,6 +109,7 @@ class ProcessExecutor:
         self.timeout = worker_timeout() if timeout is None else timeout
         self.name = f"processes:{workers}"
         self.workers = workers
+        self.same_machine = True
         self.context = multiprocessing.get_context("spawn")
         self.processes: list = [None] * workers
         self.connections: list = [None] * workers
@@ -246,6 +248,7 @@ class DaskExecutor:
         except ImportError:
             raise ValueError("the dask executor needs the dask extra: "
                              "pip install 'pyvw-lite[dask]'") from None
+        self.same_machine = not address  # a remote cluster's workers get the lines themselves
         if address:
             self.cluster = None
             self.client = Client(address)

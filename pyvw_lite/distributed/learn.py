@@ -22,6 +22,8 @@ is run again after a lost worker gives the same model.
 from __future__ import annotations
 
 import io
+import os
+import time
 
 import numpy as np
 
@@ -66,6 +68,44 @@ def file_shards(path: str | None, n_shards: int, damaged=None) -> tuple[list[dic
     return [{"source": source.name, "pieces": shard} for shard in pieces], source.name
 
 
+def range_shards(path: str, n_shards: int) -> list[dict]:
+    """Shards of a plain local file as byte ranges of whole lines, which each worker reads
+    itself on its first pass: nothing is read whole or shipped by the driver.  The shards hold
+    the same lines as :func:`file_shards` would (equal line counts), so the model is the same;
+    the driver finds the boundaries and line numbers in one pass over a memory map."""
+    import mmap
+    size = os.path.getsize(path)
+    with open(path, "rb") as handle:
+        if size == 0:
+            return [{"source": path, "path": path, "start": 0, "end": 0, "first_line": 1}
+                    for _ in range(n_shards)]
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            data = np.frombuffer(view, dtype=np.uint8)
+            newlines = np.flatnonzero(data == 10)
+            del data
+    # line k ends at newlines[k] (the last line may lack one)
+    total = newlines.size + (1 if newlines.size == 0 or newlines[-1] != size - 1 else 0)
+    bounds = np.linspace(0, total, n_shards + 1).astype(np.int64)
+    ends = np.append(newlines + 1, size)  # end byte of line k (exclusive)
+    shards = []
+    for i in range(n_shards):
+        low, high = int(bounds[i]), int(bounds[i + 1])
+        start = 0 if low == 0 else int(ends[low - 1])
+        end = start if high == low else int(ends[high - 1])
+        shards.append({"source": path, "path": path, "start": start, "end": end,
+                       "first_line": low + 1})
+    return shards
+
+
+def local_file(path: str | None) -> bool:
+    """A plain file on this machine (not stdin, a pipe or a gzip file): byte-range shards."""
+    from ..io.source import GZIP_MAGIC, is_regular_file
+    if path in (None, "-") or not is_regular_file(path):
+        return False
+    with open(path, "rb") as handle:
+        return handle.read(2) != GZIP_MAGIC
+
+
 def line_shards(lines: list[str], n_shards: int) -> list[dict]:
     data = "\n".join(lines).encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -106,6 +146,11 @@ def parsed_pieces(shard: dict, workspace) -> list:
     it lives (the in-memory counterpart of VW's cache for the later passes)."""
     if "parsed" not in shard:
         parsed = []
+        if "path" in shard:  # a byte range of a local file, read here
+            with open(shard["path"], "rb") as handle:
+                handle.seek(shard["start"])
+                shard["pieces"] = [(handle.read(shard["end"] - shard["start"]),
+                                    shard["first_line"])]
         for data, first_line in shard["pieces"]:
             buf = np.frombuffer(data, dtype=np.uint8)
             starts, ends, _ = split_lines(buf, final=True)
@@ -119,6 +164,7 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
                 outputs: tuple[int, ...]) -> dict:
     """One pass of one shard from the broadcast ``(weights, state, touched)``."""
     from ..workspace import ParseError, Workspace  # imported in the worker: its own numba cache
+    clock = time.perf_counter()
     log = io.StringIO()
     workspace = Workspace(options, stdout=log, stderr=io.StringIO())
     weights, state, touched = model
@@ -128,13 +174,22 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     workspace.params[P_ETA] *= options.decay_learning_rate ** pass_index
     driver = ShardDriver(workspace)
     writers = [(io.StringIO(), which) for which in outputs]
+    timings = {"start": time.perf_counter() - clock}
     try:
-        for batch, rows in parsed_pieces(shard, workspace):
+        clock = time.perf_counter()
+        pieces = parsed_pieces(shard, workspace)
+        timings["parse"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        for batch, rows in pieces:
             driver._process_batch(batch, rows, writers)
+        timings["learn"] = time.perf_counter() - clock
     except ParseError as exc:  # --strict_parse: the driver stops the job with this message
         return {"error": str(exc)}
+    clock = time.perf_counter()
     changed = np.flatnonzero((workspace.weights != weights).any(axis=1))
+    timings["diff"] = time.perf_counter() - clock
     return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
+            "timings": timings,
             "touched": np.flatnonzero(workspace.touched > touched),
             "records": driver.joined_records(),
             "predictions": [handle.getvalue() for handle, _ in writers],
@@ -154,6 +209,20 @@ def run_pass(executor, handles: list, workspace, options: Options, pass_index: i
         if "error" in result:
             raise ParseError(result["error"])
     return results
+
+
+def pass_timings(pass_index: int, wall: float, after: float, results: list[dict]) -> str:
+    """``--timings``: one pass's wall time and where it went.  The workers' own figures are
+    per shard (slowest / fastest); what is left of the wall time is shipping the broadcast
+    model out and the changed rows back, and waiting on the slowest shard."""
+    def spread(name: str) -> str:
+        values = [result["timings"][name] for result in results]
+        return f"{max(values):.2f}/{min(values):.2f}"
+    busiest = max(sum(result["timings"].values()) for result in results)
+    return (f"timings: pass {pass_index + 1}: wall {wall + after:.2f} s = shards {wall:.2f} s "
+            f"(per shard, slowest/fastest: start {spread('start')}, parse {spread('parse')}, "
+            f"learn {spread('learn')}, changed rows {spread('diff')}; shipping and waiting "
+            f"{max(wall - busiest, 0.0):.2f}) + averaging and the table {after:.2f} s\n")
 
 
 # ---------------------------------------------------------------------- averaging
@@ -248,8 +317,18 @@ class ShardedDriver(Driver):
         n_shards = o.shards or executor.workers
         if n_shards < 1:
             raise OptionError(f"option '--shards': {n_shards} must be at least 1")
-        shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
+        clock = time.perf_counter()
+        if executor.same_machine and local_file(o.data):
+            shards = range_shards(o.data, n_shards)
+        else:
+            shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
+        cut = time.perf_counter() - clock
+        clock = time.perf_counter()
         handles = [executor.put(shard) for shard in shards]
+        scattered = time.perf_counter() - clock
+        if o.timings and self.err is not None:
+            self.err.write(f"timings: read and cut {n_shards} shards {cut:.2f} s, "
+                           f"send them to the workers {scattered:.2f} s\n")
         self._announce_interactions()
         if self.err is not None:
             preamble = self._preamble(None, False)
@@ -270,7 +349,10 @@ class ShardedDriver(Driver):
         self.no_win = 0
         try:
             for pass_index in range(o.passes):
+                clock = time.perf_counter()
                 results = run_pass(executor, handles, ws, options, pass_index, outputs)
+                ran = time.perf_counter() - clock
+                clock = time.perf_counter()
                 if bar is not None:
                     bar.update(pass_index + 1)
                 for result in results:
@@ -288,6 +370,9 @@ class ShardedDriver(Driver):
                                                   result["multiclass_log_loss"])]
                 if ws.training:
                     combine(ws, results, o.averaging)
+                if o.timings and self.err is not None:
+                    self.err.write(pass_timings(pass_index, ran, time.perf_counter() - clock,
+                                                results))
                 passes_used += 1
                 if self._end_pass(pass_index):
                     early_stopped = True
