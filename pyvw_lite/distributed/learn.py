@@ -140,6 +140,31 @@ class ShardDriver(Driver):
         return {name: np.concatenate([record[name] for record in self.records])
                 if self.records else np.zeros(0) for name in RECORD_FIELDS}
 
+    def packed_records(self) -> dict:
+        """:meth:`joined_records` for the trip back to the driver: the label texts (``shown``,
+        an object array that is None almost everywhere) as a sparse dict, the confidences
+        left out when there are none, feature counts as int32 (pickling millions of Nones
+        and NaNs per pass cost more than the pass's learning on 10M lines)."""
+        records = self.joined_records()
+        shown = records.pop("shown")
+        records["shown"] = {int(k): shown[k] for k in np.flatnonzero(shown)}  # texts: non-empty
+        confidence = records["confidence"]
+        if confidence.size == 0 or np.isnan(confidence).all():
+            records["confidence"] = None
+        records["features"] = records["features"].astype(np.int32)
+        return records
+
+
+def unpacked_records(records: dict) -> dict:
+    """The records :func:`account_examples` takes, from :meth:`ShardDriver.packed_records`."""
+    n = records["weight"].shape[0]
+    shown = np.full(n, None, dtype=object)
+    for k, text in records["shown"].items():
+        shown[k] = text
+    confidence = records["confidence"]
+    return dict(records, shown=shown,
+                confidence=np.full(n, np.nan) if confidence is None else confidence)
+
 
 def parsed_pieces(shard: dict, workspace) -> list:
     """The shard's examples, parsed and checked on its first pass and kept with the shard where
@@ -188,10 +213,13 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     clock = time.perf_counter()
     changed = np.flatnonzero((workspace.weights != weights).any(axis=1))
     timings["diff"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    records = driver.packed_records()
+    timings["records"] = time.perf_counter() - clock
     return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
             "timings": timings,
             "touched": np.flatnonzero(workspace.touched > touched),
-            "records": driver.joined_records(),
+            "records": records,
             "predictions": [handle.getvalue() for handle, _ in writers],
             "log": log.getvalue(), "skipped": workspace.skipped,
             "nan_predictions": workspace.nan_predictions,
@@ -221,7 +249,8 @@ def pass_timings(pass_index: int, wall: float, after: float, results: list[dict]
     busiest = max(sum(result["timings"].values()) for result in results)
     return (f"timings: pass {pass_index + 1}: wall {wall + after:.2f} s = shards {wall:.2f} s "
             f"(per shard, slowest/fastest: start {spread('start')}, parse {spread('parse')}, "
-            f"learn {spread('learn')}, changed rows {spread('diff')}; shipping and waiting "
+            f"learn {spread('learn')}, changed rows {spread('diff')}, progress records "
+            f"{spread('records')}; shipping and waiting "
             f"{max(wall - busiest, 0.0):.2f}) + averaging and the table {after:.2f} s\n")
 
 
@@ -360,7 +389,8 @@ class ShardedDriver(Driver):
                         for line in result["log"].splitlines():
                             ws._log(line)
                         ws.skipped += result["skipped"]
-                    account_examples(self.progress, ws.reduction, **result["records"])
+                    account_examples(self.progress, ws.reduction,
+                                     **unpacked_records(result["records"]))
                     for (handle, _), text in zip(writers, result["predictions"]):
                         handle.write(text)
                     ws.nan_predictions += result["nan_predictions"]
