@@ -193,7 +193,7 @@ def test_crowd_estimators_follow_the_parameter_protocol_and_take_answer_rows():
     model = BatchEM(n_iter=50, sigma_alpha=2.0)
     params = model.get_params()
     assert params["n_iter"] == 50 and params["sigma_alpha"] == 2.0 and "priorz" in params
-    assert repr(model) == "BatchEM(sigma_alpha=2.0, n_iter=50)"
+    assert repr(model) == "BatchEM(n_iter=50, sigma_alpha=2.0)"  # signature order
     assert model.set_params(nu=-1.0) is model and model.nu == -1.0
     with pytest.raises(ValueError, match="has no parameter 'bogus'"):
         model.set_params(bogus=1)
