@@ -81,6 +81,54 @@ def test_one_update_is_the_limit_of_small_steps_on_the_real_parameters(loss, lab
     np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
 
 
+@pytest.mark.parametrize("loss,label,h", [("logistic", 1.0, 2.0), ("squared", 0.7, 1.5),
+                                          ("hinge", 1.0, 0.01), ("quantile", 2.5, 3.0),
+                                          ("quantile", -1.0, 40.0)])
+@pytest.mark.parametrize("l2", [0.0, 0.15])
+def test_default_form_and_rates_are_the_limit_of_small_steps(loss, label, h, l2):
+    """The defaults (plain form p = a·b, latent rate 0.03·-l held constant, VW's adaptive
+    normalized linear rates) move every parameter along the exact flow: one update equals
+    20,000 tiny gradient steps on the actual weights, the quantile loss included (it stops on
+    the label); --dyad_l2 then shrinks the example's latent vectors by 1/(1 + η·h·λ)."""
+    ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5 "
+                   f"--dyad_l2 {l2} --quiet")
+    assert ws.params[P_LATENT_RATE] == 0.03
+    for line in ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5",
+                 "1 |rater r_1 |task t_7"] * 3:
+        ws.learn(line if loss not in ("squared", "quantile") else line.replace("-1 ", "0.2 "))
+    w0 = ws.weights.ravel().astype(np.float64)
+    eta = ws.params[P_ETA] * 0.03  # --dyad_power_t 0: no decay
+    ws.learn(f"{label} {h} |rater r_1 |task t_5")
+    learned = ws.weights.ravel().astype(np.float64)
+    (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
+    const = flat(ws, CONSTANT_HASH & ws.mask)
+    normalizer = 1.0 / math.sqrt(ws.state[NORM_BASE] / ws.state[NORM_BASE + 1])
+    linear_rate = {slot: ws.params[P_ETA] / math.sqrt(learned[slot + G]) * normalizer
+                   for slot in (lr, lt, const)}
+    w = w0.copy()
+    n = 20000
+    for _ in range(n):
+        a, b = w[latent_r].copy(), w[latent_t].copy()
+        p = w[lr] + w[lt] + w[const] + float(a @ b)
+        if loss == "logistic":
+            slope = -label / (1.0 + math.exp(label * p))
+        elif loss == "squared":
+            slope = 2.0 * (p - label)
+        elif loss == "quantile":
+            slope = -0.5 if label > p else (0.5 if label < p else 0.0)
+        else:
+            slope = -label if label * p < 1.0 else 0.0
+        for slot in (lr, lt, const):
+            w[slot] -= linear_rate[slot] * (h / n) * slope
+        w[latent_r] -= eta * (h / n) * slope * b
+        w[latent_t] -= eta * (h / n) * slope * a
+    shrink = 1.0 / (1.0 + eta * h * l2)
+    w[latent_r] *= shrink
+    w[latent_t] *= shrink
+    touched = [lr, lt, const, *latent_r, *latent_t]
+    np.testing.assert_allclose(learned[touched], w[touched], atol=2e-4)
+
+
 def test_symmetry_is_broken_and_an_absent_side_moves_linearly():
     """[B7] the k latent dimensions start equal and are separated by the seeded perturbation;
     [B9] with the task namespace absent the rater's latent vector moves by -s·x·1."""
