@@ -635,17 +635,21 @@ class Workspace:
                 self._scratch = (np.empty(capacity, np.int64), np.empty(capacity, np.float64))
             slots, values = self._scratch
             origins = np.empty((capacity if record_origin else 1, 3), np.int64)
-            count = gd.expand_features(part, batch.ex_int, batch.seg, batch.feat_hash,
-                                       batch.feat_value, self.mask, self.ignore,
-                                       not self.options.noconstant, self.interactions.array,
-                                       self.interactions.width,
-                                       self.options.leave_duplicate_interactions, starts, slots,
-                                       values, origins, record_origin, self.slot_multiplier)
+            count = self._expander()(part, batch.ex_int, batch.seg, batch.feat_hash,
+                                     batch.feat_value, self.mask, self.ignore,
+                                     not self.options.noconstant, self.interactions.array,
+                                     self.interactions.width,
+                                     self.options.leave_duplicate_interactions, starts, slots,
+                                     values, origins, record_origin, self.slot_multiplier)
             if count <= 0:
                 capacity = 4 * slots.size
                 continue
             yield done, count, starts[:count + 1], slots, values, origins
             done += count
+
+    def _expander(self):
+        """The flattening kernel: without interactions one that does not compile their code."""
+        return gd.expand_features if self.interactions.array.shape[0] else gd.expand_linear
 
     def learning_kernels(self) -> tuple:
         """The kernels that learn from parsed examples in this configuration: the feature
@@ -655,8 +659,8 @@ class Workspace:
         elif self.dyadic is not None:
             loops = self.dyadic.kernels()
         else:
-            loops = (gd.learn_examples,)
-        return (gd.expand_features, *loops)
+            loops = (gd.learn_examples if self.active is not None else gd.learn_passive,)
+        return (self._expander(), *loops)
 
     def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
                     training: bool):
@@ -698,7 +702,8 @@ class Workspace:
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
-            self.nan_predictions += gd.learn_examples(
+            loop = gd.learn_examples if self.active is not None else gd.learn_passive
+            self.nan_predictions += loop(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part], *self.active_arguments(count))

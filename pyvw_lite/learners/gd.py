@@ -241,29 +241,10 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
     starts[0] = 0
     for e in range(rows.shape[0]):
         row = rows[e]
-        s0 = ex_int[row, SEG_START]
-        s1 = ex_int[row, SEG_END]
         if n + ex_int[row, FEAT_END] - ex_int[row, FEAT_START] + 1 > capacity:
             return e
-        for s in range(s0, s1):
-            if ignore[seg[s, SEG_BYTE]] != 0:  # IGNORED or LINEAR_IGNORED
-                continue
-            for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
-                slots[n] = (np.int64(feat_hash[j]) * multiplier) & mask
-                values[n] = feat_value[j]
-                if record_origin:
-                    origins[n, 0] = j
-                    origins[n, 1] = -2
-                    origins[n, 2] = -2
-                n += 1
-        if use_constant:
-            slots[n] = (np.int64(CONSTANT_HASH) * multiplier) & mask
-            values[n] = 1.0
-            if record_origin:
-                origins[n, 0] = -1
-                origins[n, 1] = -2
-                origins[n, 2] = -2
-            n += 1
+        n = _linear_terms(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                          slots, values, origins, record_origin, n, multiplier)
         if interactions.shape[0] > 0:
             n = _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore,
                                      interactions, inter_width, leave_duplicates, slots, values,
@@ -274,6 +255,53 @@ def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_
                 return e
         starts[e + 1] = n
     return rows.shape[0]
+
+
+@kernel
+def expand_linear(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                  interactions, inter_width, leave_duplicates, starts, slots, values, origins,
+                  record_origin, multiplier):
+    """:func:`expand_features` for a run without interactions (same arguments, same output):
+    a kernel that does not call the interaction code does not compile it, 4.7 of the 20
+    seconds a first run of the default learner spent compiling."""
+    capacity = slots.shape[0]
+    n = 0
+    starts[0] = 0
+    for e in range(rows.shape[0]):
+        row = rows[e]
+        if n + ex_int[row, FEAT_END] - ex_int[row, FEAT_START] + 1 > capacity:
+            return e
+        n = _linear_terms(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
+                          slots, values, origins, record_origin, n, multiplier)
+        starts[e + 1] = n
+    return rows.shape[0]
+
+
+@kernel(inline="always")
+def _linear_terms(row, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant, slots,
+                  values, origins, record_origin, n, multiplier):
+    """Append an example's namespace features and the constant from position ``n``; returns
+    the new end."""
+    for s in range(ex_int[row, SEG_START], ex_int[row, SEG_END]):
+        if ignore[seg[s, SEG_BYTE]] != 0:  # IGNORED or LINEAR_IGNORED
+            continue
+        for j in range(seg[s, SEG_FSTART], seg[s, SEG_FEND]):
+            slots[n] = (np.int64(feat_hash[j]) * multiplier) & mask
+            values[n] = feat_value[j]
+            if record_origin:
+                origins[n, 0] = j
+                origins[n, 1] = -2
+                origins[n, 2] = -2
+            n += 1
+    if use_constant:
+        slots[n] = (np.int64(CONSTANT_HASH) * multiplier) & mask
+        values[n] = 1.0
+        if record_origin:
+            origins[n, 0] = -1
+            origins[n, 1] = -2
+            origins[n, 2] = -2
+        n += 1
+    return n
 
 
 @kernel
@@ -621,11 +649,80 @@ def hmin_examples(starts, slots, values, initials, targets, labels, weights, sta
         out[e] = hmin_linear(loss, pred, label, X, eta, targets[e])
 
 
+@kernel(inline="always")
+def _score_example(e, starts, slots, values, labels, initials, labelled, holdout, weights, state,
+                   params, mask, out_pred, out_raw, training, fixed_range, regularized):
+    """Example ``e``'s clipped prediction into ``out_pred`` (raw score into ``out_raw``), after
+    widening the label range by its label when it trains; ``(prediction, 1 if the raw score was
+    NaN and forced to 0 else 0)``."""
+    first = starts[e]
+    last = starts[e + 1]
+    if e + 1 < labels.shape[0]:
+        prefetch_example(weights, slots, last, starts[e + 2], 0, 0, mask)
+    label = labels[e]
+    # VW widens the clip range from the labels it learns from, not from a -t or holdout
+    # example's label (which would leak into its own prediction)
+    if labelled[e] and training and holdout[e] == 0 and not fixed_range:
+        if label < state[MIN_LABEL]:
+            state[MIN_LABEL] = label
+        if label > state[MAX_LABEL]:
+            state[MAX_LABEL] = label
+    if regularized:
+        raw = regularized_predict(weights, slots, values, first, last, mask, initials[e], params)
+    else:
+        raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
+    nan = 0
+    if math.isnan(raw):
+        nan = 1
+        raw = 0.0
+    pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
+    out_raw[e] = raw
+    out_pred[e] = pred
+    return pred, nan
+
+
+@kernel(inline="always")
+def _learn_example(weights, slots, values, first, last, state, params, mask, loss, pred, label,
+                   importance, value, gradient2, aux):
+    state[T_SUM] += importance
+    if loss_is_positive(loss, pred, label, value):
+        _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state, params,
+                    pred, label, importance, gradient2, aux)
+
+
+@kernel
+def learn_passive(starts, slots, values, labels, importances, initials, labelled, holdout,
+                  weights, state, params, mask, out_pred, out_raw, out_loss, active, sampler,
+                  uniforms, mellowness, requests):
+    """:func:`learn_examples` without active learning (same arguments; ``active`` must be 0):
+    a kernel that does not call the sampler's code does not compile it, 2.5 of the 20 seconds
+    a first run of the default learner spent compiling."""
+    training = params[P_TRAINING] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
+    loss = np.int64(params[P_LOSS])
+    regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
+    nan_count = 0
+    for e in range(labels.shape[0]):
+        pred, nan = _score_example(e, starts, slots, values, labels, initials, labelled, holdout,
+                                   weights, state, params, mask, out_pred, out_raw, training,
+                                   fixed_range, regularized)
+        nan_count += nan
+        label = labels[e]
+        importance = importances[e]
+        value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
+        out_loss[e] = value * importance if labelled[e] else 0.0
+        if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
+            _learn_example(weights, slots, values, starts[e], starts[e + 1], state, params, mask,
+                           loss, pred, label, importance, value, gradient2, aux)
+    return nan_count
+
+
 @kernel
 def learn_examples(starts, slots, values, labels, importances, initials, labelled, holdout,
                    weights, state, params, mask, out_pred, out_raw, out_loss, active, sampler,
                    uniforms, mellowness, requests):
-    """Predict (and, when training, learn) each flattened example in order.
+    """Predict (and, when training, learn) each flattened example in order, with the active
+    sampler of ``active`` (SPEC §C; :func:`learn_passive` is the loop without it).
 
     Writes the clipped prediction, raw score and weighted loss (labelled examples only);
     returns the number of NaN predictions that were forced to 0 (VW does the same).
@@ -636,30 +733,14 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
     regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
     nan_count = 0
     for e in range(labels.shape[0]):
+        pred, nan = _score_example(e, starts, slots, values, labels, initials, labelled, holdout,
+                                   weights, state, params, mask, out_pred, out_raw, training,
+                                   fixed_range, regularized)
+        nan_count += nan
         first = starts[e]
         last = starts[e + 1]
-        if e + 1 < labels.shape[0]:
-            prefetch_example(weights, slots, last, starts[e + 2], 0, 0, mask)
         label = labels[e]
         importance = importances[e]
-        # VW widens the clip range from the labels it learns from, not from a -t or holdout
-        # example's label (which would leak into its own prediction)
-        if labelled[e] and training and holdout[e] == 0 and not fixed_range:
-            if label < state[MIN_LABEL]:
-                state[MIN_LABEL] = label
-            if label > state[MAX_LABEL]:
-                state[MAX_LABEL] = label
-        if regularized:
-            raw = regularized_predict(weights, slots, values, first, last, mask, initials[e],
-                                      params)
-        else:
-            raw = predict_flat(weights, slots, values, first, last, 0, mask, initials[e])
-        if math.isnan(raw):
-            nan_count += 1
-            raw = 0.0
-        pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
-        out_raw[e] = raw
-        out_pred[e] = pred
         value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
         out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
@@ -677,8 +758,6 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                 importance /= probability
             elif active == REQUEST:
                 returned_label(importance, label, pred, sampler, loss)
-            state[T_SUM] += importance
-            if loss_is_positive(loss, pred, label, value):
-                _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state,
-                            params, pred, label, importance, gradient2, aux)
+            _learn_example(weights, slots, values, first, last, state, params, mask, loss, pred,
+                           label, importance, value, gradient2, aux)
     return nan_count
