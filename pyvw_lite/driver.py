@@ -308,6 +308,8 @@ class Driver:
             self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
         announce_compile(parse_lines, *ws.learning_kernels())
+        from .cli.prebuild import start_learning_compile
+        self.helper = start_learning_compile(ws)
         bar = None
         if use_live_bar(ws.quiet):
             total = cache_reader.total_bytes if read_cache else text_source.total_bytes
@@ -411,6 +413,10 @@ class Driver:
 
     def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
         ws = self.ws
+        helper = getattr(self, "helper", None)
+        if helper is not None:  # the learning kernels are being compiled beside us: load them
+            helper.join(timeout=600)
+            self.helper = None
         holdout = self._holdout_flags(rows.size)
         multiclass = ws.reduction
         scored = multiclass is not None and (self.o.scores or self.o.probabilities)

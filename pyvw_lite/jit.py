@@ -320,6 +320,16 @@ def _quiet_compile() -> bool:
     return os.environ.get("PYVW_LITE_QUIET_COMPILE", "") not in ("", "0")
 
 
+def is_cached(dispatcher) -> bool:
+    """Whether a kernel has machine code loaded or an index in the on-disk cache."""
+    if dispatcher.signatures:
+        return True
+    cache = getattr(dispatcher, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
+    index_path = getattr(cache_file, "_index_path", None)
+    return index_path is not None and os.path.exists(index_path)
+
+
 def announce_compile(*dispatchers) -> None:
     """One line on stderr (a terminal or not) when a kernel this run needs has no cached
     machine code yet; :func:`report_compile` says at the end how long compiling took.
@@ -328,12 +338,7 @@ def announce_compile(*dispatchers) -> None:
     if _announced or _quiet_compile():
         return
     for dispatcher in dispatchers:
-        if dispatcher.signatures:
-            continue
-        cache = getattr(dispatcher, "_cache", None)
-        cache_file = getattr(cache, "_cache_file", None)
-        index_path = getattr(cache_file, "_index_path", None)
-        if index_path is None or not os.path.exists(index_path):
+        if not is_cached(dispatcher):
             _announced = True
             sys.stderr.write("pyvw-lite: compiling kernels for this mode (once: later runs load "
                              "them from the cache; `pyvw-lite compile` does it ahead) ...\n")

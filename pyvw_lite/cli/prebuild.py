@@ -117,3 +117,38 @@ def _prebuild_parallel(modes, out, jobs: int) -> None:
         for position, future in enumerate(as_completed(futures), start=1):
             out.write(f"[{position}/{len(ordered)}] {futures[future]} {future.result():.1f} s\n")
             out.flush()
+
+
+def compile_learning(options) -> None:
+    """A helper process's task: compile the learning kernels ``options`` need into the cache,
+    from a tiny numeric batch, so the text parser is not compiled here (the run that started
+    this helper is compiling it meanwhile)."""
+    import os
+    os.environ["PYVW_LITE_QUIET_COMPILE"] = "1"
+    from ..api.arrays import matrix_batch
+    from ..workspace import Workspace
+    ws = Workspace(options, stdout=io.StringIO(), stderr=io.StringIO())
+    ws.learn(matrix_batch(np.eye(2), np.ones(2)))
+
+
+def start_learning_compile(workspace):
+    """On a cold start (neither the parser nor the learning kernels cached), a helper process
+    that compiles the learning kernels while this one compiles the parser: on two cores a first
+    run waits for the longer of the two instead of their sum.  ``None`` when there is nothing
+    to overlap; join the process before the first learning call."""
+    import multiprocessing
+    import os
+
+    from ..distributed.learn import shard_options
+    from ..io.vw_text import parse_lines
+    from ..jit import CACHE, is_cached
+    if not CACHE or (os.cpu_count() or 1) < 2 or is_cached(parse_lines) \
+            or all(is_cached(kernel) for kernel in workspace.learning_kernels()):
+        return None
+    try:
+        process = multiprocessing.get_context("spawn").Process(
+            target=compile_learning, args=(shard_options(workspace.options),), daemon=True)
+        process.start()
+    except (OSError, RuntimeError):
+        return None  # no helper: this process compiles everything, as before
+    return process
