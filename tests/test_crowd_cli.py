@@ -352,3 +352,22 @@ def test_workers_sharing_a_hashed_slot_are_counted(answers, capsys, mode):
     assert shared and 32 <= int(shared.group(1)) <= 40  # 40 workers, 8 slots: all but <= 8
     code, err = run([str(folder / "answers.csv"), *mode], capsys)
     assert "sharing a slot" not in err  # 2^16 slots: none for 40 workers
+
+
+def test_workers_plot_draws_reliabilities_and_the_hypermean(tmp_path, capsys):
+    """Issue 29: `crowd --workers_plot PNG` draws the workers' reliabilities and the hypermean
+    confusion matrix; it asks for the EM model (--batch alone then fits EM, as --workers does),
+    and no output may replace the answers."""
+    from pyvw_lite.synthetic import crowd_answers
+    answers = tmp_path / "answers.csv"
+    crowd_answers(n_tasks=200, n_workers=20, seed=2).write(str(answers))
+    picture = tmp_path / "workers.png"
+    assert main(["crowd", str(answers), "--batch", "--workers_plot", str(picture),
+                 "--quiet"]) == 0
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["crowd", str(answers), "--batch", "--method", "ebcc", "--workers_plot",
+                 str(tmp_path / "x.png"), "--quiet"]) == 1
+    assert "--workers_plot needs --method em" in capsys.readouterr().err
+    assert main(["crowd", str(answers), "--batch", "--workers_plot", str(answers),
+                 "--quiet"]) == 1
+    assert "write over its input" in capsys.readouterr().err

@@ -64,6 +64,8 @@ def crowd(
                                     help="write task,label and one posterior column per label"),
     workers: str = typer.Option(None, "--workers", help="write each worker's confusion matrix "
                                                        "and reliability (CSV)"),
+    workers_plot: str = typer.Option(None, "--workers_plot", help="draw the workers' "
+                                     "reliabilities and the hypermean confusion matrix (PNG)"),
     final_model: str = typer.Option(None, "-f", "--final_model", help="save the model"),
     initial_model: str = typer.Option(None, "-i", "--initial_model",
                                       help="continue online EM from a saved model"),
@@ -150,7 +152,8 @@ def crowd(
     if model_name != "flass":
         raise typer.BadParameter(f"unknown --model {model_name!r}; the only model is flass")
     options = CrowdRun(answers=answers, batch=batch, method=method, gold=gold, truth=truth,
-                       predictions=predictions, workers=workers, final_model=final_model,
+                       predictions=predictions, workers=workers, workers_plot=workers_plot,
+                       final_model=final_model,
                        initial_model=initial_model, n_items=n_items, n_labels=n_labels,
                        priorz=priorz, learn_priorz=learn_priorz, symmetric=symmetric, nu=nu,
                        sigma_alpha=sigma_alpha, sigma_mu=sigma_mu, sigma_b=sigma_b, kappa=kappa,

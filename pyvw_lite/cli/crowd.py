@@ -29,6 +29,7 @@ class CrowdRun:
     truth: str | None = None
     predictions: str | None = None
     workers: str | None = None
+    workers_plot: str | None = None
     final_model: str | None = None
     initial_model: str | None = None
     n_items: int = DEFAULTS["n_items"]
@@ -70,8 +71,8 @@ class CrowdRun:
 
     def __post_init__(self):
         if self.method is None:  # EM's own outputs and executor ask for EM
-            wants_em = any((self.workers, self.final_model, self.initial_model, self.executor,
-                            self.test_only))
+            wants_em = any((self.workers, self.workers_plot, self.final_model,
+                            self.initial_model, self.executor, self.test_only))
             self.method = "auto" if self.batch and not wants_em else "em"
         if self.method in BATCH_ONLY:
             self.batch = True
@@ -160,11 +161,12 @@ def run(run: CrowdRun) -> int:
     from ..crowd.batch import batch_em
     from ..crowd.model import CrowdModel
     from ..crowd.online import run_online
-    from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, settings_block,
-                                write_predictions, write_workers)
+    from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, plot_workers,
+                                settings_block, write_predictions, write_workers)
     check_paths([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth),
                  ("-i", run.initial_model)],
-                [("-p", run.predictions), ("--workers", run.workers), ("-f", run.final_model)],
+                [("-p", run.predictions), ("--workers", run.workers),
+                 ("--workers_plot", run.workers_plot), ("-f", run.final_model)],
                 may_replace=(("-f", "-i"),))
     err = None if run.quiet else sys.stderr
     if run.method not in METHODS:
@@ -174,6 +176,7 @@ def run(run: CrowdRun) -> int:
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
                             ("--final_model", run.final_model), ("--workers", run.workers),
+                            ("--workers_plot", run.workers_plot),
                             ("--executor", run.executor)):
             if value:
                 raise ValueError(f"{flag} needs --method em (--method {run.method} keeps no "
@@ -283,10 +286,13 @@ def run(run: CrowdRun) -> int:
     labels = q.argmax(axis=1)
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)
-    if run.workers:
+    if run.workers or run.workers_plot:
         slots = model.worker_slots(data.worker_names, grow=False)
-        write_workers(run.workers, model, data.worker_names, slots,
-                      np.bincount(data.rating_worker, minlength=len(data.worker_names)))
+        answered = np.bincount(data.rating_worker, minlength=len(data.worker_names))
+        if run.workers:
+            write_workers(run.workers, model, data.worker_names, slots, answered)
+        if run.workers_plot:
+            plot_workers(run.workers_plot, model, slots, answered)
     if run.final_model:
         model.save(run.final_model)
     if err:

@@ -195,3 +195,46 @@ def write_workers(path: str, model: CrowdModel, worker_names, slots: np.ndarray,
             cells = ",".join(f"{value:.6f}" for value in matrices[w].ravel())
             handle.write(f"{_csv_field(name)},{int(answers_per_worker[w])},{int(slots[w])},"
                          f"{reliability[w]:.6f},{cells}\n")
+
+
+def plot_workers(path: str, model: CrowdModel, slots: np.ndarray,
+                 answers_per_worker: np.ndarray) -> str:
+    """PNG (atomic): the workers' reliabilities (a histogram, each worker counted once, and
+    the share of the answers each reliability gave) beside the hypermean confusion matrix."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("--workers_plot needs matplotlib: pip install 'pyvw-lite[plot]'") \
+            from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    _, reliability = worker_table(model, slots)
+    names = [str(name) for name in model.config.label_names]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    bins = np.linspace(0.0, 1.0, 21)
+    left.hist(reliability, bins=bins, color="#1f77b4", alpha=0.8, label="workers")
+    share = left.twinx()
+    share.hist(reliability, bins=bins, weights=answers_per_worker / max(answers_per_worker.sum(),
+                                                                        1),
+               histtype="step", color="#d62728", linewidth=1.5, label="share of answers")
+    left.set_xlabel("reliability (chance of answering the truth)")
+    left.set_ylabel("workers")
+    share.set_ylabel("share of the answers", color="#d62728")
+    left.set_title(f"{reliability.size} workers")
+    matrix = model.hypermean_confusion()
+    image = right.imshow(matrix, vmin=0.0, vmax=1.0, cmap="Blues")
+    right.set_xticks(range(len(names)), names, rotation=45 if len(names) > 6 else 0)
+    right.set_yticks(range(len(names)), names)
+    right.set_xlabel("answer")
+    right.set_ylabel("true label")
+    right.set_title("hypermean confusion matrix")
+    if len(names) <= 12:
+        for (row, column), value in np.ndenumerate(matrix):
+            right.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                       color="white" if value > 0.5 else "black")
+    figure.colorbar(image, ax=right, fraction=0.046)
+    figure.tight_layout()
+    with atomic_write(path, binary=True) as handle:
+        figure.savefig(handle, format="png", dpi=110)
+    plt.close(figure)
+    return path
