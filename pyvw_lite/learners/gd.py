@@ -682,6 +682,24 @@ def _score_example(e, starts, slots, values, labels, initials, labelled, holdout
 
 
 @kernel(inline="always")
+def _scored_example(e, starts, slots, values, labels, importances, initials, labelled, holdout,
+                    weights, state, params, mask, out_pred, out_raw, out_loss):
+    """:func:`_score_example` and the example's loss terms (its weighted loss into
+    ``out_loss``): ``(prediction, NaN count, label, importance, l, l'², aux, loss code)``."""
+    training = params[P_TRAINING] != 0.0
+    regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
+    loss = np.int64(params[P_LOSS])
+    pred, nan = _score_example(e, starts, slots, values, labels, initials, labelled, holdout,
+                               weights, state, params, mask, out_pred, out_raw, training,
+                               params[P_FIXED_RANGE] != 0.0, regularized)
+    label = labels[e]
+    importance = importances[e]
+    value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
+    out_loss[e] = value * importance if labelled[e] else 0.0
+    return pred, nan, label, importance, value, gradient2, aux, loss
+
+
+@kernel(inline="always")
 def _learn_example(weights, slots, values, first, last, state, params, mask, loss, pred, label,
                    importance, value, gradient2, aux):
     state[T_SUM] += importance
@@ -698,19 +716,12 @@ def learn_passive(starts, slots, values, labels, importances, initials, labelled
     a kernel that does not call the sampler's code does not compile it, 2.5 of the 20 seconds
     a first run of the default learner spent compiling."""
     training = params[P_TRAINING] != 0.0
-    fixed_range = params[P_FIXED_RANGE] != 0.0
-    loss = np.int64(params[P_LOSS])
-    regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
     nan_count = 0
     for e in range(labels.shape[0]):
-        pred, nan = _score_example(e, starts, slots, values, labels, initials, labelled, holdout,
-                                   weights, state, params, mask, out_pred, out_raw, training,
-                                   fixed_range, regularized)
+        pred, nan, label, importance, value, gradient2, aux, loss = _scored_example(
+            e, starts, slots, values, labels, importances, initials, labelled, holdout, weights,
+            state, params, mask, out_pred, out_raw, out_loss)
         nan_count += nan
-        label = labels[e]
-        importance = importances[e]
-        value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
-        out_loss[e] = value * importance if labelled[e] else 0.0
         if training and labelled[e] and holdout[e] == 0 and importance > 0.0:
             _learn_example(weights, slots, values, starts[e], starts[e + 1], state, params, mask,
                            loss, pred, label, importance, value, gradient2, aux)
@@ -728,21 +739,14 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
     returns the number of NaN predictions that were forced to 0 (VW does the same).
     """
     training = params[P_TRAINING] != 0.0
-    fixed_range = params[P_FIXED_RANGE] != 0.0
-    loss = np.int64(params[P_LOSS])
-    regularized = params[P_L1] > 0.0 or params[P_L2] > 0.0
     nan_count = 0
     for e in range(labels.shape[0]):
-        pred, nan = _score_example(e, starts, slots, values, labels, initials, labelled, holdout,
-                                   weights, state, params, mask, out_pred, out_raw, training,
-                                   fixed_range, regularized)
+        pred, nan, label, importance, value, gradient2, aux, loss = _scored_example(
+            e, starts, slots, values, labels, importances, initials, labelled, holdout, weights,
+            state, params, mask, out_pred, out_raw, out_loss)
         nan_count += nan
         first = starts[e]
         last = starts[e + 1]
-        label = labels[e]
-        importance = importances[e]
-        value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
-        out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
             H = reverting_weight_linear(weights, slots, values, first, last, state, params,
                                         sampler, pred)
