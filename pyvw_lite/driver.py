@@ -60,6 +60,7 @@ class Driver:
                                       holdout_off=not self._holdout_on(), log=workspace._log)
         self.names: dict[int, set[str]] = {}
         self.no_input = False  # --no_stdin with no data file
+        self.helper = None  # a process compiling the learning kernels beside a cold start
 
     # ------------------------------------------------------------------ set-up
     def _holdout_on(self) -> bool:
@@ -413,9 +414,8 @@ class Driver:
 
     def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
         ws = self.ws
-        helper = getattr(self, "helper", None)
-        if helper is not None:  # the learning kernels are being compiled beside us: load them
-            helper.join(timeout=600)
+        if self.helper is not None:  # the learning kernels were compiled beside us: load them
+            self.helper.join(timeout=600)
             self.helper = None
         holdout = self._holdout_flags(rows.size)
         multiclass = ws.reduction

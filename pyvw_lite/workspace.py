@@ -659,8 +659,13 @@ class Workspace:
         elif self.dyadic is not None:
             loops = self.dyadic.kernels()
         else:
-            loops = (gd.learn_examples if self.active is not None else gd.learn_passive,)
+            loops = (self._linear_loop(),)
         return (self._expander(), *loops)
+
+    def _linear_loop(self):
+        """The linear learner's example loop: without --active one that does not compile the
+        sampler's code."""
+        return gd.learn_examples if self.active is not None else gd.learn_passive
 
     def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
                     training: bool):
@@ -702,8 +707,7 @@ class Workspace:
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] = np.diff(starts)
-            loop = gd.learn_examples if self.active is not None else gd.learn_passive
-            self.nan_predictions += loop(
+            self.nan_predictions += self._linear_loop()(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part], *self.active_arguments(count))

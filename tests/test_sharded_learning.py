@@ -239,11 +239,15 @@ def test_bench_scale_runs_every_executor_and_agrees_on_the_result(tmp_path):
     assert "speedup = serial executor's median wall time" in out.getvalue()
 
 
-def test_byte_range_shards_hold_the_lines_that_cut_shards_hold(tmp_path):
+@pytest.mark.parametrize("block", [1 << 26, 97, 1])
+def test_byte_range_shards_hold_the_lines_that_cut_shards_hold(tmp_path, monkeypatch, block):
     """A local file's shards travel as byte ranges each worker reads itself; they must hold
     exactly the lines (and first line numbers) of the shards cut from the read file, for any
-    shard count, with or without a final newline, blank lines and CRLF included."""
+    shard count, with or without a final newline, blank lines and CRLF included, however the
+    file is scanned (one block, blocks of 97 bytes, or of one byte)."""
+    from pyvw_lite.distributed import learn
     from pyvw_lite.distributed.learn import file_shards, local_file, range_shards
+    monkeypatch.setattr(learn, "RANGE_BLOCK", block)
     rng = np.random.default_rng(8)
     for ending in ("\n", ""):
         lines = [("" if rng.random() < 0.05 else f"{rng.integers(2)} |a x{k}")

@@ -37,6 +37,7 @@ from ..options import FILES_AND_EXECUTOR, OptionError, Options
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
+RANGE_BLOCK = 1 << 26  # bytes scanned at once when a file is cut into byte ranges
 RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown",
                  "confidence")
 
@@ -72,29 +73,36 @@ def range_shards(path: str, n_shards: int) -> list[dict]:
     """Shards of a plain local file as byte ranges of whole lines, which each worker reads
     itself on its first pass: nothing is read whole or shipped by the driver.  The shards hold
     the same lines as :func:`file_shards` would (equal line counts), so the model is the same;
-    the driver finds the boundaries and line numbers in one pass over a memory map."""
+    the driver counts newlines block by block over a memory map (memory stays flat) and finds
+    each boundary in its block."""
     import mmap
     size = os.path.getsize(path)
-    with open(path, "rb") as handle:
-        if size == 0:
-            return [{"source": path, "path": path, "start": 0, "end": 0, "first_line": 1}
-                    for _ in range(n_shards)]
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            data = np.frombuffer(view, dtype=np.uint8)
-            newlines = np.flatnonzero(data == 10)
-            del data
-    # line k ends at newlines[k] (the last line may lack one)
-    total = newlines.size + (1 if newlines.size == 0 or newlines[-1] != size - 1 else 0)
-    bounds = np.linspace(0, total, n_shards + 1).astype(np.int64)
-    ends = np.append(newlines + 1, size)  # end byte of line k (exclusive)
-    shards = []
-    for i in range(n_shards):
-        low, high = int(bounds[i]), int(bounds[i + 1])
-        start = 0 if low == 0 else int(ends[low - 1])
-        end = start if high == low else int(ends[high - 1])
-        shards.append({"source": path, "path": path, "start": start, "end": end,
-                       "first_line": low + 1})
-    return shards
+    if size == 0:
+        return [{"source": path, "path": path, "start": 0, "end": 0, "first_line": 1}
+                for _ in range(n_shards)]
+    with open(path, "rb") as handle, \
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        data = np.frombuffer(view, dtype=np.uint8)
+        # newlines per block, so memory stays flat however large the file
+        blocks = range(0, size, RANGE_BLOCK)
+        counts = np.array([np.count_nonzero(data[at:at + RANGE_BLOCK] == 10) for at in blocks])
+        before = np.concatenate([[0], np.cumsum(counts)])  # newlines before each block
+        total = int(before[-1]) + (0 if data[size - 1] == 10 else 1)  # a last unended line
+
+        def end_of(lines: int) -> int:
+            """The byte just past the first ``lines`` lines."""
+            if lines >= total:
+                return size
+            block = int(np.searchsorted(before, lines, side="left")) - 1  # holds newline #lines
+            at = block * RANGE_BLOCK
+            inside = np.flatnonzero(data[at:at + RANGE_BLOCK] == 10)
+            return at + int(inside[lines - int(before[block]) - 1]) + 1 if lines else 0
+
+        bounds = np.linspace(0, total, n_shards + 1).astype(np.int64)
+        edges = [end_of(int(line)) for line in bounds]
+        del data
+    return [{"source": path, "path": path, "start": edges[i], "end": edges[i + 1],
+             "first_line": int(bounds[i]) + 1} for i in range(n_shards)]
 
 
 def local_file(path: str | None) -> bool:
