@@ -148,6 +148,10 @@ def _check_learner_model(path: str, model: ModelData) -> None:
     for name in ("power_t",):
         if name in state and not _number(state[name]):
             problems.append(name)
+    multiplier = state.get("slot_multiplier", 1)
+    if not (isinstance(multiplier, int) and not isinstance(multiplier, bool)
+            and 1 <= multiplier < 1 << 32):
+        problems.append("slot_multiplier")
     if "predict_only" in state and not isinstance(state["predict_only"], bool):
         problems.append("predict_only")
     if "sampler" in state and not (isinstance(state["sampler"], list)
@@ -371,7 +375,8 @@ class Workspace:
             self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
             self._start_learning_state(initial_t)
             if not o.noconstant and o.constant:
-                self.weights[CONSTANT_HASH & self.mask, gd.W] = o.constant
+                spread = gd.HASH_SPREAD if self._slot_multiplier(o) == gd.HASH_SPREAD else 1
+                self.weights[(CONSTANT_HASH * spread) & self.mask, gd.W] = o.constant
             if self.loss == LOGISTIC:
                 self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
         self.initial_t_shown = float(self.state[gd.T_SEEN]) if self.model is not None else initial_t
@@ -403,7 +408,7 @@ class Workspace:
         self.params[gd.P_CONTRACTION] = 1.0
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
             self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
-        self.slot_multiplier = self._vw_layout_width(o)
+        self.slot_multiplier = self._slot_multiplier(o)
         # models saved before the contiguous class layout keep the spread one they learned with
         self.params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if self.model is None else \
             self.model.state.get("class_stride", gd.LEGACY_CLASS_STRIDE)
@@ -419,11 +424,29 @@ class Workspace:
         self.told_soft_zero = False  # the note on logistic label 0 is given once
         self.last_rows = np.zeros(0, np.int64)
 
+    def _slot_multiplier(self, o: Options) -> int:
+        """What feature hashes are multiplied by before a class offset is added: W of VW's
+        layout with --vw_layout, ``gd.HASH_SPREAD`` for other multiclass models (a loaded model:
+        the multiplier it records, 1 if none), else 1."""
+        if o.vw_layout:
+            return self._vw_layout_width(o)
+        if self.model is not None:
+            return int(self.model.state.get("slot_multiplier", 1))
+        multiclass = self.reduction is not None and self.reduction.models > 1
+        return gd.HASH_SPREAD if multiclass else 1
+
+    def latent_hashes(self, batch) -> np.ndarray:
+        """The feature hashes the dyadic kernels add class offsets to: ``batch.feat_hash``
+        times the slot multiplier (mod 2^b), so that a latent vector stays in its linear
+        weight's row."""
+        if self.slot_multiplier == 1:
+            return batch.feat_hash
+        scaled = batch.feat_hash.astype(np.uint64) * np.uint64(self.slot_multiplier)
+        return (scaled & np.uint64(self.mask)).astype(batch.feat_hash.dtype)
+
     def _vw_layout_width(self, o: Options) -> int:
-        """W of VW's layout (1 without --vw_layout): the power of two that holds every
-        sub-model of --oaa K (K) or --ect K (K - 1) (VW_FACTS §2)."""
-        if not o.vw_layout:
-            return 1
+        """W of VW's layout: the power of two that holds every sub-model of --oaa K (K) or
+        --ect K (K - 1) (VW_FACTS §2)."""
         name = self.reduction.name if self.reduction is not None else None
         if name not in (None, "oaa", "ect") or self.dyadic is not None:
             raise OptionError("--vw_layout reproduces VW's placement for --oaa, --ect and binary "
@@ -844,7 +867,7 @@ class Workspace:
             if self.dyadic is not None:
                 from .reductions.dyad import dyadic_hmin_examples
                 d = self.dyadic
-                dyadic_hmin_examples(rows[part], batch.ex_int, batch.seg, batch.feat_hash,
+                dyadic_hmin_examples(rows[part], batch.ex_int, batch.seg, self.latent_hashes(batch),
                                      batch.feat_value, self.ignore, starts, slots, values,
                                      initials[part], targets[part], labels[part], d.pairs,
                                      d.rank, d.shift, self.weights, self.state, self.params,
@@ -905,7 +928,8 @@ class Workspace:
                  else [0.0, float(self.state[gd.MIN_LABEL]), float(self.state[gd.MAX_LABEL]), 0.0]
                  + [0.0] * (2 * self.models),
                  "stride": self.stride, "predict_only": bool(predict_only),
-                 "class_stride": int(self.params[gd.P_CLASS_STRIDE])}
+                 "class_stride": int(self.params[gd.P_CLASS_STRIDE]),
+                 "slot_multiplier": int(self.slot_multiplier)}
         if self.latent:
             state["latent_columns"] = self.latent
         if not predict_only:

@@ -85,7 +85,8 @@ def test_a_model_with_one_flipped_bit_is_refused_everywhere_it_is_read(tmp_path,
     data[int(where * (len(data) - 1))] ^= 0x10
     bad = tmp_path / "bad.pvw"
     bad.write_bytes(bytes(data))
-    with pytest.raises(ModelError, match="checksum mismatch|not a pyvw-lite model|malformed"):
+    with pytest.raises(ModelError, match="checksum mismatch|not a pyvw-lite model|malformed|"
+                                        "corrupt model file"):
         Workspace(["-i", str(bad), "--quiet"])
     data_file = tmp_path / "d.vw"
     data_file.write_text("1 |a x1\n")

@@ -17,8 +17,8 @@ def flat(ws, row, column=0):
 
 def slots_of(ws, namespace, feature, offset=0):
     """Flat indices of a feature's linear weight and of its latent vector: the last ``k``
-    columns of the same row."""
-    row = (hash_bytes(feature, hash_bytes(namespace)) + offset) & ws.mask
+    columns of the same row (a multiclass model's hashes times its slot multiplier)."""
+    row = (hash_bytes(feature, hash_bytes(namespace)) * ws.slot_multiplier + offset) & ws.mask
     first = ws.weights.shape[1] - ws.dyadic.rank
     return flat(ws, row), [flat(ws, row, first + q) for q in range(ws.dyadic.rank)]
 
@@ -266,7 +266,7 @@ class SmallStepMatches:
         off = c * int(ws.params[P_CLASS_STRIDE])
         rater, lat_r = slots_of(ws, "rater", "r_1", off)
         task, lat_t = slots_of(ws, "task", "t_5", off)
-        return [rater, task, flat(ws, (CONSTANT_HASH + off) & ws.mask)], lat_r, lat_t
+        return [rater, task, flat(ws, (CONSTANT_HASH * ws.slot_multiplier + off) & ws.mask)], lat_r, lat_t
 
     def score(self, c):
         lin, lat_r, lat_t = self.slots(c)

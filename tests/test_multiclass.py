@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_workspace
 from pyvw_lite import Workspace
-from pyvw_lite.learners.gd import CLASS_STRIDE, LEGACY_CLASS_STRIDE
+from pyvw_lite.learners.gd import CLASS_STRIDE, HASH_SPREAD, LEGACY_CLASS_STRIDE
 from pyvw_lite.reductions.tree import bracket
 
 HERE = Path(__file__).parent / "golden" / "multiclass"
@@ -160,7 +160,7 @@ def test_class_slots_never_collide_with_each_other(stride):
 
 def test_a_latent_vector_lives_in_its_linear_weights_row():
     """[D5b] (class, latent dim) never collide: a feature's latent vector for class c is the last
-    k columns of the row of its linear weight (fh + c·P_C) & mask, so the rows a dyadic model
+    k columns of the row of its linear weight (fh·HASH_SPREAD + c·P_C) & mask, so the rows a dyadic model
     fills are exactly the linear model's (SPEC §D.5 hashes each dim to a row of its own;
     README)."""
     from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
@@ -171,9 +171,11 @@ def test_a_latent_vector_lives_in_its_linear_weights_row():
     assert rows == set(np.flatnonzero(ws.touched).tolist())
     features = [hash_bytes(f, hash_bytes(ns)) for ns, f in
                 [("rater", "r_1"), ("rater", "r_2"), ("task", "t_1"), ("task", "t_9")]]
-    linear_rows = {(fh + c) & ws.mask for fh in features for c in range(4)}
+    assert ws.slot_multiplier == HASH_SPREAD
+    linear_rows = {(fh * HASH_SPREAD + c) & ws.mask for fh in features for c in range(4)}
     assert rows and rows <= linear_rows
-    assert not (rows & {(CONSTANT_HASH + c) & ws.mask for c in range(4)})  # not in a dyad
+    constant = {(CONSTANT_HASH * HASH_SPREAD + c) & ws.mask for c in range(4)}
+    assert not (rows & constant)  # not in a dyad
     assert np.all(ws.weights[sorted(rows), 0] != 0)  # each trained: its linear weight moved too
 
 
@@ -185,17 +187,65 @@ def test_models_with_the_spread_class_layout_keep_it(tmp_path):
     lines = gzip.decompress((HERE / "rt5_20k.vw.gz").read_bytes()).decode().splitlines()[:3000]
     old = Workspace("--oaa 5 --quiet")
     old.params[P_CLASS_STRIDE] = LEGACY_CLASS_STRIDE
+    old.slot_multiplier = 1
     old.learn(lines)
     data = old.model_data()
     del data.state["class_stride"]
+    del data.state["slot_multiplier"]
     save_model(str(tmp_path / "old"), data, __version__)
     loaded = Workspace(["-i", str(tmp_path / "old"), "--quiet"])
-    assert loaded.params[P_CLASS_STRIDE] == LEGACY_CLASS_STRIDE
+    assert loaded.params[P_CLASS_STRIDE] == LEGACY_CLASS_STRIDE and loaded.slot_multiplier == 1
     np.testing.assert_array_equal(loaded.predict(lines), old.predict(lines))
     new = Workspace("--oaa 5 --quiet")
     new.learn(lines)
     new.save(str(tmp_path / "new"))
     assert Workspace(["-i", str(tmp_path / "new"), "--quiet"]).params[P_CLASS_STRIDE] == 1
+
+
+def _digit_data(rng, n, centres, names):
+    y = rng.integers(centres.shape[0], size=n)
+    x = np.maximum(centres[y] + rng.normal(scale=1.5, size=(n, centres.shape[1])), 0.0)
+    return [f"{c + 1} | " + " ".join(f"{names}{j}:{v:.3f}" for j, v in enumerate(row) if v)
+            for c, row in zip(y, x)], y
+
+
+@pytest.mark.parametrize("reduction", ["--oaa 10", "--sft 10", "--ect 10",
+                                       "--sft 10 --dyad ab --rank 2"])
+def test_digit_named_features_learn_as_well_as_other_names(reduction):
+    """Features named "0", "1", ... (libsvm conversions, VW's own examples) hash to consecutive
+    numbers; with classes one slot apart, feature j's class c was feature j+1's class c-1 and a
+    --oaa 10 model of sklearn's digits scored 0.45 where VW scores 0.96.  The spread multiplier
+    keeps them apart: the same data under digit names and under letter-prefixed names is
+    learned equally well."""
+    accuracy = {}
+    for names in ("", "f"):
+        rng = np.random.default_rng(7)
+        centres = rng.uniform(0.0, 4.0, size=(10, 40))
+        train, _ = _digit_data(rng, 3000, centres, names)
+        test, truth = _digit_data(rng, 1000, centres, names)
+        if "--dyad" in reduction:  # a pair of namespaces for the latent term
+            train = [line.replace(" | ", " |a a |b ") for line in train]
+            test = [line.replace(" | ", " |a a |b ") for line in test]
+        ws = Workspace(f"{reduction} --quiet")
+        ws.learn(train)
+        ws.learn(train)
+        predicted = np.asarray(ws.predict([line.split(" ", 1)[1] for line in test]))
+        accuracy[names] = float(np.mean(predicted == truth))
+    assert accuracy["f"] > 0.85, accuracy
+    assert accuracy[""] >= accuracy["f"] - 0.03, accuracy
+
+
+def test_multiclass_models_record_the_slot_multiplier(tmp_path):
+    """A multiclass model records its hash multiplier and a binary one has none to apply."""
+    lines = ["1 | 0:1 1:2", "2 | 1:1 2:2", "3 | 2:1 0:2"]
+    ws = Workspace("--oaa 3 --quiet")
+    ws.learn(lines)
+    ws.save(str(tmp_path / "m"))
+    loaded = Workspace(["-i", str(tmp_path / "m"), "--quiet"])
+    assert loaded.slot_multiplier == HASH_SPREAD
+    np.testing.assert_array_equal(loaded.predict(lines), ws.predict(lines))
+    assert Workspace("--quiet").slot_multiplier == 1
+    assert Workspace("--oaa 3 --vw_layout --quiet").slot_multiplier == 4
 
 
 def test_sft_learns_separable_classes():

@@ -98,6 +98,8 @@ def test_one_changed_header_byte_is_refused(small_model, capsys):
     (lambda h: h["state"].update(kept={"bit_precision": "18; rm -rf"}), "not a valid integer"),
     (lambda h: h["state"].update(kept={"data": "x"}), "sets --data"),
     (lambda h: h["state"].update(class_stride=7), "class stride"),
+    (lambda h: h["state"].update(slot_multiplier=-3), "slot_multiplier"),
+    (lambda h: h["state"].update(slot_multiplier="7; rm -rf"), "slot_multiplier"),
     (lambda h: h.update(options=["--rank"]), "malformed model header"),
     (lambda h: h.update(format=99), "model format 99 is newer"),
 ])

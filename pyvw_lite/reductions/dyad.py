@@ -78,7 +78,7 @@ def dyad_settings(options: Options) -> dict:
 @kernel(inline="always")
 def latent_column(weights, rank):
     """Column of latent coordinate 0: a feature's latent vector for class ``c`` lives in the
-    last ``rank`` columns of the row of its linear weight, ``(fh + c·P_C) & mask``.
+    last ``rank`` columns of the row of its linear weight, ``(fh·M + c·P_C) & mask``.
 
     SPEC §D.5 hashes each coordinate to a row of its own, ``(fh + c·P_C + (q+1)·P_L) & mask``.
     That triples the rows a rank-2 model fills, and a latent coordinate that lands on another
@@ -607,10 +607,11 @@ class Dyadic:
 
     def run(self, ws, batch, rows, starts, slots, values, labels, importances, initials,
             labelled, holdout, out_pred, out_loss) -> int:
-        return dyadic_examples(rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
-                               ws.ignore, starts, slots, values, labels, importances, initials,
-                               labelled, holdout, self.pairs, self.rank, self.shift, self.noise,
-                               ws.weights, ws.touched, ws.state, ws.params, ws.mask,
+        return dyadic_examples(rows, batch.ex_int, batch.seg, ws.latent_hashes(batch),
+                               batch.feat_value, ws.ignore, starts, slots, values, labels,
+                               importances, initials, labelled, holdout, self.pairs,
+                               self.rank, self.shift, self.noise, ws.weights, ws.touched,
+                               ws.state, ws.params, ws.mask,
                                ws.options.ode_rtol, ws.options.ode_atol, out_pred, out_loss,
                                *ws.active_arguments(labels.size), self.scratch(1, starts))
 

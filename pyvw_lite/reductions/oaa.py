@@ -3,7 +3,8 @@
 One prediction pass gives the K clipped class scores; the prediction is their argmax (ties go to
 the lowest class).  Learning then updates every class with the binary label ±1, each update
 starting from the score of that single prediction pass.  Class ``c`` keeps its weights at the
-slots ``(fh + c·P_C) & mask`` and its own normalizer sums (VW keeps them per class as well).
+slots ``(fh·M + c·P_C) & mask`` (``M``: ``learners.gd.HASH_SPREAD``) and its own normalizer
+sums (VW keeps them per class as well).
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ class OneAgainstAll(MulticlassReduction):
         if ws.dyadic is not None:
             d = ws.dyadic
             ws.ode_step_caps += oaa_dyadic_examples(
-                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                rows, batch.ex_int, batch.seg, ws.latent_hashes(batch), batch.feat_value, ws.ignore,
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 d.pairs, d.rank, d.shift, d.noise, ws.weights, ws.touched, ws.state, ws.params,
                 ws.mask, ws.options.ode_rtol, ws.options.ode_atol, out_pred, scores, record,

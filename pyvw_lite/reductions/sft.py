@@ -323,7 +323,7 @@ class ScoringFilterTree(TreeReduction):
         if ws.dyadic is not None:
             d = ws.dyadic
             ws.ode_step_caps += sft_dyadic_examples(
-                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                rows, batch.ex_int, batch.seg, ws.latent_hashes(batch), batch.feat_value, ws.ignore,
                 starts, slots, values, classes, importances, initials, holdout, self.classes,
                 t.left, t.right, t.parent, t.lo, t.hi, d.pairs, d.rank, d.shift, d.noise,
                 ws.weights, ws.touched, ws.state, ws.params, ws.mask, ws.options.ode_rtol,
@@ -342,7 +342,7 @@ class ScoringFilterTree(TreeReduction):
         if ws.dyadic is not None:
             d = ws.dyadic
             sft_dyadic_reverting_weights(
-                rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value, ws.ignore,
+                rows, batch.ex_int, batch.seg, ws.latent_hashes(batch), batch.feat_value, ws.ignore,
                 starts, slots, values, initials, self.classes, t.left, t.right, t.parent, t.lo,
                 t.hi, d.pairs, d.rank, d.shift, ws.weights, ws.touched, ws.state, ws.params,
                 ws.mask, scores, offsets, d.scratch(self.classes, starts), out)
