@@ -88,9 +88,28 @@ def _expected_log(dirichlet, out):
             out[r, l] = digamma(dirichlet[r, l]) - psi_sum
 
 
+@kernel(parallel=True)
+def _expected_log_by_column(dirichlet, out):
+    """E log of the Dirichlets of ``dirichlet[w, :, c]`` (the answers' axis in the middle:
+    the answer-major layout of :func:`_worker_counts`) into ``out``, one worker per task."""
+    W, L, C = dirichlet.shape
+    for w in numba.prange(W):
+        totals = np.zeros(C)
+        for l in range(L):
+            for c in range(C):
+                totals[c] += dirichlet[w, l, c]
+        for c in range(C):
+            totals[c] = digamma(totals[c])
+        for l in range(L):
+            for c in range(C):
+                out[w, l, c] = digamma(dirichlet[w, l, c]) - totals[c]
+
+
 @kernel
 def _worker_counts(item_start, rating_worker, rating_label, rho, counts):
-    """counts[w, k*M + m, l] = sum over w's answers l of rho[i, k*M + m]."""
+    """counts[w, l, k*M + m] = sum over w's answers l of rho[i, k*M + m].  Answer-major (the
+    class-and-subtype cells last), so that this sum and the responsibilities' sum over a
+    worker's cells run over contiguous memory."""
     counts[:] = 0.0
     KM = rho.shape[1]
     for i in range(item_start.size - 1):
@@ -98,13 +117,13 @@ def _worker_counts(item_start, rating_worker, rating_label, rho, counts):
             w = rating_worker[r]
             l = rating_label[r]
             for c in range(KM):
-                counts[w, c, l] += rho[i, c]
+                counts[w, l, c] += rho[i, c]
 
 
 @kernel(parallel=True)
 def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, elog_v, M, rho,
                       chunks):
-    """rho_i ∝ exp(log_prior + sum_w elog_v[w, :, x_iw]) for every item (a gold item's mass on
+    """rho_i ∝ exp(log_prior + sum_w elog_v[w, x_iw, :]) for every item (a gold item's mass on
     its class's subtypes only); returns sum_i log-normaliser and the largest change of an
     item's class posterior."""
     n_items = item_start.size - 1
@@ -124,7 +143,7 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
                 w = rating_worker[r]
                 l = rating_label[r]
                 for c in range(KM):
-                    score[c] += elog_v[w, c, l]
+                    score[c] += elog_v[w, l, c]
             if gold[i] >= 0:
                 for c in range(KM):
                     if c // M != gold[i]:
@@ -133,8 +152,9 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
             for c in range(KM):
                 top = max(top, score[c])
             norm = 0.0
-            for c in range(KM):
-                score[c] = math.exp(score[c] - top)
+            for c in range(KM):  # e^-50 < 2e-22 of the top cell's 1: left out, not computed
+                gap = score[c] - top
+                score[c] = math.exp(gap) if gap > -50.0 else 0.0
                 norm += score[c]
             total += top + math.log(norm)
             old = 0.0
@@ -201,8 +221,9 @@ def _one_restart(data: CrowdData, start: np.ndarray, alpha: np.ndarray, M: int, 
     split = rng.dirichlet(np.ones(M), size=(data.n_items, K)) if M > 1 else np.ones(
         (data.n_items, K, 1))
     rho = (start[:, :, None] * split).reshape(data.n_items, K * M)
-    counts = np.zeros((W, K * M, K))
+    counts = np.zeros((W, K, K * M))  # answer-major: counts[w, l, k*M + m]
     prior_v = np.repeat(beta, M, axis=0)  # (K*M) x K: row k*M + m is beta_k
+    prior_columns = np.ascontiguousarray(prior_v.T)  # the same in counts' layout
     prior_pi = np.full((K, M), a_pi / M)
     elog_v = np.empty_like(counts)
     elog_pi = np.empty((K, M))
@@ -213,8 +234,8 @@ def _one_restart(data: CrowdData, start: np.ndarray, alpha: np.ndarray, M: int, 
     iteration = 0
     for iteration in range(1, max_iters + 1):
         _worker_counts(data.item_start, data.rating_worker, data.rating_label, rho, counts)
-        post_v = counts + prior_v[None]
-        _expected_log(post_v.reshape(W * K * M, K), elog_v.reshape(W * K * M, K))
+        post_v = counts + prior_columns[None]
+        _expected_log_by_column(post_v, elog_v)
         mass = rho.sum(axis=0)
         post_pi = prior_pi + mass.reshape(K, M)
         _expected_log(post_pi, elog_pi)
@@ -225,7 +246,7 @@ def _one_restart(data: CrowdData, start: np.ndarray, alpha: np.ndarray, M: int, 
                                         data.gold, log_prior, elog_v, M, rho, chunks)
         done = move < tol or iteration == max_iters
         if track or done:  # the KL terms cost as much as an iteration: only when wanted
-            elbo = (bound - _dirichlet_kl(post_v.reshape(W * K * M, K),
+            elbo = (bound - _dirichlet_kl(post_v.transpose(0, 2, 1).reshape(W * K * M, K),
                                           np.broadcast_to(prior_v, (W, K * M, K)).reshape(-1, K))
                     - (_dirichlet_kl(post_pi, prior_pi) if M > 1 else 0.0)
                     - _dirichlet_kl(post_tau, alpha[None]))
@@ -235,7 +256,9 @@ def _one_restart(data: CrowdData, start: np.ndarray, alpha: np.ndarray, M: int, 
             break
     q = rho.reshape(data.n_items, K, M).sum(axis=2)
     _worker_counts(data.item_start, data.rating_worker, data.rating_label, rho, counts)
-    return BayesResult(q=q, rho=rho, worker_dirichlet=counts + prior_v[None],
+    return BayesResult(q=q, rho=rho,
+                       worker_dirichlet=np.ascontiguousarray(counts.transpose(0, 2, 1))
+                       + prior_v[None],
                        class_dirichlet=alpha + q.sum(axis=0), elbo=elbo, elbo_history=history,
                        iterations=iteration, converged=converged)
 
