@@ -150,7 +150,7 @@ def _check_learner_model(path: str, model: ModelData) -> None:
             problems.append(name)
     multiplier = state.get("slot_multiplier", 1)
     if not (isinstance(multiplier, int) and not isinstance(multiplier, bool)
-            and 1 <= multiplier < 1 << 32):
+            and 0 <= multiplier < 1 << 32):
         problems.append("slot_multiplier")
     if "predict_only" in state and not isinstance(state["predict_only"], bool):
         problems.append("predict_only")
@@ -375,8 +375,11 @@ class Workspace:
             self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
             self._start_learning_state(initial_t)
             if not o.noconstant and o.constant:
-                spread = gd.HASH_SPREAD if self._slot_multiplier(o) == gd.HASH_SPREAD else 1
-                self.weights[(CONSTANT_HASH * spread) & self.mask, gd.W] = o.constant
+                placed = self._slot_multiplier(o)
+                if placed != gd.HASH_MIX:  # VW's place for the binary layout (and --vw_layout)
+                    placed = 1
+                self.weights[int(gd.place_array(CONSTANT_HASH, placed, self.mask)), gd.W] = \
+                    o.constant
             if self.loss == LOGISTIC:
                 self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
         self.initial_t_shown = float(self.state[gd.T_SEEN]) if self.model is not None else initial_t
@@ -425,24 +428,25 @@ class Workspace:
         self.last_rows = np.zeros(0, np.int64)
 
     def _slot_multiplier(self, o: Options) -> int:
-        """What feature hashes are multiplied by before a class offset is added: W of VW's
-        layout with --vw_layout, ``gd.HASH_SPREAD`` for other multiclass models (a loaded model:
-        the multiplier it records, 1 if none), else 1."""
+        """How feature hashes are placed in the weight table (``gd.place``): multiplied by W of
+        VW's layout with --vw_layout, mixed (``gd.HASH_MIX``) for other multiclass and for
+        --dyad models, as they are for a binary linear model (1).  A loaded model: what it
+        records, 1 if nothing."""
         if o.vw_layout:
             return self._vw_layout_width(o)
         if self.model is not None:
             return int(self.model.state.get("slot_multiplier", 1))
         multiclass = self.reduction is not None and self.reduction.models > 1
-        return gd.HASH_SPREAD if multiclass else 1
+        return gd.HASH_MIX if multiclass or self.dyadic is not None else 1
 
     def latent_hashes(self, batch) -> np.ndarray:
         """The feature hashes the dyadic kernels add class offsets to: ``batch.feat_hash``
-        times the slot multiplier (mod 2^b), so that a latent vector stays in its linear
-        weight's row."""
+        placed as the linear weights' (``gd.place``), so that a latent vector stays in its
+        linear weight's row."""
         if self.slot_multiplier == 1:
             return batch.feat_hash
-        scaled = batch.feat_hash.astype(np.uint64) * np.uint64(self.slot_multiplier)
-        return (scaled & np.uint64(self.mask)).astype(batch.feat_hash.dtype)
+        return gd.place_array(batch.feat_hash, self.slot_multiplier,
+                              self.mask).astype(batch.feat_hash.dtype)
 
     def _vw_layout_width(self, o: Options) -> int:
         """W of VW's layout: the power of two that holds every sub-model of --oaa K (K) or

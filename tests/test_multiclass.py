@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_workspace
 from pyvw_lite import Workspace
-from pyvw_lite.learners.gd import CLASS_STRIDE, HASH_SPREAD, LEGACY_CLASS_STRIDE
+from pyvw_lite.learners.gd import CLASS_STRIDE, HASH_MIX, LEGACY_CLASS_STRIDE, place_array
 from pyvw_lite.reductions.tree import bracket
 
 HERE = Path(__file__).parent / "golden" / "multiclass"
@@ -160,7 +160,7 @@ def test_class_slots_never_collide_with_each_other(stride):
 
 def test_a_latent_vector_lives_in_its_linear_weights_row():
     """[D5b] (class, latent dim) never collide: a feature's latent vector for class c is the last
-    k columns of the row of its linear weight (fh·HASH_SPREAD + c·P_C) & mask, so the rows a dyadic model
+    k columns of the row of its linear weight (place(fh) + c·P_C) & mask, so the rows a dyadic model
     fills are exactly the linear model's (SPEC §D.5 hashes each dim to a row of its own;
     README)."""
     from pyvw_lite.io.hashing import CONSTANT_HASH, hash_bytes
@@ -171,10 +171,12 @@ def test_a_latent_vector_lives_in_its_linear_weights_row():
     assert rows == set(np.flatnonzero(ws.touched).tolist())
     features = [hash_bytes(f, hash_bytes(ns)) for ns, f in
                 [("rater", "r_1"), ("rater", "r_2"), ("task", "t_1"), ("task", "t_9")]]
-    assert ws.slot_multiplier == HASH_SPREAD
-    linear_rows = {(fh * HASH_SPREAD + c) & ws.mask for fh in features for c in range(4)}
+    assert ws.slot_multiplier == HASH_MIX
+    linear_rows = {(int(place_array(fh, HASH_MIX, ws.mask)) + c) & ws.mask for fh in features
+                   for c in range(4)}
     assert rows and rows <= linear_rows
-    constant = {(CONSTANT_HASH * HASH_SPREAD + c) & ws.mask for c in range(4)}
+    constant = {(int(place_array(CONSTANT_HASH, HASH_MIX, ws.mask)) + c) & ws.mask
+                for c in range(4)}
     assert not (rows & constant)  # not in a dyad
     assert np.all(ws.weights[sorted(rows), 0] != 0)  # each trained: its linear weight moved too
 
@@ -214,9 +216,9 @@ def _digit_data(rng, n, centres, names):
 def test_digit_named_features_learn_as_well_as_other_names(reduction):
     """Features named "0", "1", ... (libsvm conversions, VW's own examples) hash to consecutive
     numbers; with classes one slot apart, feature j's class c was feature j+1's class c-1 and a
-    --oaa 10 model of sklearn's digits scored 0.45 where VW scores 0.96.  The spread multiplier
-    keeps them apart: the same data under digit names and under letter-prefixed names is
-    learned equally well."""
+    --oaa 10 model of sklearn's digits scored 0.45 where VW scores 0.96.  The hashes'
+    mixing (``gd.place``) keeps them apart: the same data under digit names and under
+    letter-prefixed names is learned equally well."""
     accuracy = {}
     for names in ("", "f"):
         rng = np.random.default_rng(7)
@@ -236,13 +238,14 @@ def test_digit_named_features_learn_as_well_as_other_names(reduction):
 
 
 def test_multiclass_models_record_the_slot_multiplier(tmp_path):
-    """A multiclass model records its hash multiplier and a binary one has none to apply."""
+    """A multiclass model records how it places hashes (mixed) and a binary one multiplies by 1,
+    as VW places them."""
     lines = ["1 | 0:1 1:2", "2 | 1:1 2:2", "3 | 2:1 0:2"]
     ws = Workspace("--oaa 3 --quiet")
     ws.learn(lines)
     ws.save(str(tmp_path / "m"))
     loaded = Workspace(["-i", str(tmp_path / "m"), "--quiet"])
-    assert loaded.slot_multiplier == HASH_SPREAD
+    assert loaded.slot_multiplier == HASH_MIX
     np.testing.assert_array_equal(loaded.predict(lines), ws.predict(lines))
     assert Workspace("--quiet").slot_multiplier == 1
     assert Workspace("--oaa 3 --vw_layout --quiet").slot_multiplier == 4

@@ -78,7 +78,7 @@ def dyad_settings(options: Options) -> dict:
 @kernel(inline="always")
 def latent_column(weights, rank):
     """Column of latent coordinate 0: a feature's latent vector for class ``c`` lives in the
-    last ``rank`` columns of the row of its linear weight, ``(fh·M + c·P_C) & mask``.
+    last ``rank`` columns of the row of its linear weight, ``(place(fh) + c·P_C) & mask``.
 
     SPEC §D.5 hashes each coordinate to a row of its own, ``(fh + c·P_C + (q+1)·P_L) & mask``.
     That triples the rows a rank-2 model fills, and a latent coordinate that lands on another

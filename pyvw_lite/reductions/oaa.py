@@ -3,7 +3,7 @@
 One prediction pass gives the K clipped class scores; the prediction is their argmax (ties go to
 the lowest class).  Learning then updates every class with the binary label ±1, each update
 starting from the score of that single prediction pass.  Class ``c`` keeps its weights at the
-slots ``(fh·M + c·P_C) & mask`` (``M``: ``learners.gd.HASH_SPREAD``) and its own normalizer
+slots ``(place(fh) + c·P_C) & mask`` (``learners.gd.place``) and its own normalizer
 sums (VW keeps them per class as well).
 """
 from __future__ import annotations
