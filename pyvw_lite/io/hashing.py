@@ -37,13 +37,19 @@ def _mix(h, k):
 
 
 @kernel(inline="always")
-def _finalize(h, length):
-    h ^= np.int64(length)
+def fmix32(h):
+    """murmur3's 32-bit finalizer of ``h`` (0 <= h < 2^32): a bijection on 32 bits that spreads
+    every input bit over the output."""
     h ^= h >> 16
     h = (h * 0x85EBCA6B) & 0xFFFFFFFF
     h ^= h >> 13
     h = (h * 0xC2B2AE35) & 0xFFFFFFFF
     return h ^ (h >> 16)
+
+
+@kernel(inline="always")
+def _finalize(h, length):
+    return fmix32(h ^ np.int64(length))
 
 
 @kernel

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..io.hashing import CONSTANT_HASH, FNV_PRIME
+from ..io.hashing import CONSTANT_HASH, FNV_PRIME, MASK32, fmix32
 from ..io.vw_text import (FEAT_END, FEAT_START, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START)
 from ..jit import kernel, prefetch_row
@@ -70,28 +70,21 @@ def place(h, multiplier, mask):
     """The row of feature hash ``h`` before any class offset (see HASH_MIX above)."""
     if multiplier != HASH_MIX:
         return (h * multiplier) & mask
-    x = h & 0xFFFFFFFF
-    x ^= x >> 16
-    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
-    x ^= x >> 13
-    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
-    x ^= x >> 16
-    return x & mask
+    return fmix32(h & MASK32) & mask
 
 
-def place_array(hashes: np.ndarray, multiplier: int, mask: int) -> np.ndarray:
-    """:func:`place` of every hash in an array (uint64 out)."""
-    x = np.asarray(hashes).astype(np.uint64)
-    if multiplier != HASH_MIX:
-        return (x * np.uint64(multiplier)) & np.uint64(mask)
-    low = np.uint64(0xFFFFFFFF)
-    x &= low
-    x ^= x >> np.uint64(16)
-    x = (x * np.uint64(0x85EBCA6B)) & low
-    x ^= x >> np.uint64(13)
-    x = (x * np.uint64(0xC2B2AE35)) & low
-    x ^= x >> np.uint64(16)
-    return x & np.uint64(mask)
+@kernel
+def _place_all(hashes, multiplier, mask, out):
+    for i in range(hashes.shape[0]):
+        out[i] = place(hashes[i], multiplier, mask)
+
+
+def place_array(hashes, multiplier: int, mask: int) -> np.ndarray:
+    """:func:`place` of a hash or an array of them (int64, the input's shape)."""
+    flat = np.ascontiguousarray(np.atleast_1d(hashes), dtype=np.int64).ravel()
+    out = np.empty(flat.size, dtype=np.int64)
+    _place_all(flat, int(multiplier), int(mask), out)
+    return out.reshape(np.shape(hashes))
 
 
 # Indices into the float64 ``params`` vector.
