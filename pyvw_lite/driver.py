@@ -397,6 +397,7 @@ class Driver:
         the holdout loss stopped improving (VW's early termination)."""
         o, ws = self.o, self.ws
         improved = self.progress.end_pass()
+        ws.repeat_pass()
         last = pass_index + 1 >= o.passes
         if o.save_per_pass:
             ws.save(f"{o.final_regressor}.{pass_index + 1}")  # VW's names: 1-based passes

@@ -193,7 +193,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default 0.1; shifted form 0.01)", "Dyadic", keep=True, metavar="EPS"),
     Option("dyad_l2", FLOAT, None, "L2 penalty on latent vectors: each update shrinks the "
            "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step "
-           "(default 0.15, 0.05 with --loss_function quantile; shifted form 0)", "Dyadic",
+           "(default 0.15, 0.05 with --loss_function quantile, each times (n/60)^-0.6 for n "
+           "uses per latent row in the first pass; a given value is used as is; shifted form "
+           "0)", "Dyadic",
            keep=True, metavar="L2"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),

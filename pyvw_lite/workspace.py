@@ -405,6 +405,8 @@ class Workspace:
         self.params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
         self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
+        self.params[gd.P_DYAD_L2_POWER] = settings["l2_power"] if settings else 0.0
+        self.params[gd.P_DYAD_COUNT] = 1.0  # off once the data repeats: repeat_pass()
         self.params[gd.P_TAU] = o.quantile_tau
         self.params[gd.P_L1] = o.l1
         self.params[gd.P_L2] = o.l2
@@ -508,6 +510,11 @@ class Workspace:
         if "touched" in model.arrays and self.dyadic is not None:
             self.touched[:] = np.unpackbits(model.arrays["touched"])[:self.touched.size]
         self.state = np.asarray(state["learner"], dtype=np.float64).copy()
+        if self.state.shape[0] == gd.state_size(self.models) - 2:
+            # saved before the latent counts: its touched rows at the reference uses, so the
+            # default penalty resumes where it was
+            rows = float(np.count_nonzero(self.touched)) if self.dyadic is not None else 0.0
+            self.state = np.append(self.state, [rows, rows * gd.L2_REFERENCE_USES])
         if "power_t" in state and "power_t" not in self.options.given:
             self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
         if self.state.shape[0] != gd.state_size(self.models):
@@ -801,6 +808,11 @@ class Workspace:
 
     def _as_batch(self, examples) -> ParsedBatch:
         return examples if isinstance(examples, ParsedBatch) else self.parse(examples)
+
+    def repeat_pass(self) -> None:
+        """The examples from now on repeat ones already learned (a later pass): the dyadic
+        learner stops counting the uses of its latent rows, which size its default penalty."""
+        self.params[gd.P_DYAD_COUNT] = 0.0
 
     def learn(self, examples) -> np.ndarray:
         """Learn from VW lines (a string, a list of strings) or a parsed batch, in order.

@@ -555,3 +555,57 @@ def test_the_latent_penalty_default_follows_the_loss_gradients_scale(loss, expec
                      ).params[P_DYAD_L2] == 0.3
     assert Workspace(f"--dyad um --loss_function {loss} --dyad_shifted --quiet"
                      ).params[P_DYAD_L2] == 0.0
+
+
+def test_the_default_penalty_follows_the_uses_per_latent_row():
+    """Without --dyad_l2 the latent penalty is its base × (n̄/60)^-0.6, n̄ the uses per latent
+    row counted in the first pass: the state counts every latent row once and every use of one
+    (importance-weighted) until the data repeats, and one step shrinks by 1/(1 + η·h·λ(n̄))."""
+    from pyvw_lite.learners.gd import LATENT_ROWS, LATENT_USES, P_DYAD_L2_POWER
+    common = "--dyad ab --rank 3 -l 0.5 -b 12 --quiet"
+    ws = Workspace(common)
+    assert ws.params[P_DYAD_L2_POWER] == 0.6
+    assert Workspace(common + " --dyad_l2 0.15").params[P_DYAD_L2_POWER] == 0.0
+    lines = ["0.5 2 |a x y |b z", "1 |a x |b w", "-1 |a y |b z w"]
+    ws.learn(lines)
+    assert ws.state[LATENT_ROWS] == 4  # a's x and y, b's z and w
+    assert ws.state[LATENT_USES] == 2 * 3 + 2 + 3
+    ws.repeat_pass()
+    ws.learn(lines)
+    assert (ws.state[LATENT_ROWS], ws.state[LATENT_USES]) == (4, 11)
+    # one update from an empty model: 4 rows, 4·h uses, so n̄ = h
+    for h in (1.0, 3.0):
+        line = [f"0.5 {h} |a x y |b z w"]
+        sized, given = Workspace(common), Workspace(
+            common + f" --dyad_l2 {0.15 * (h / 60.0) ** -0.6!r}")
+        sized.learn(line)
+        given.learn(line)
+        np.testing.assert_allclose(sized.weights, given.weights, rtol=1e-6, atol=1e-9)
+        assert not np.array_equal(sized.weights, Workspace(common + " --dyad_l2 0.15").weights)
+
+
+def test_passes_count_the_latent_uses_of_the_first_pass_only(tmp_path):
+    """--passes from a cache: the saved counts are those of one pass (a model saved by an
+    earlier version, without counts, resumes at the reference uses of its touched rows)."""
+    from pyvw_lite.learners.gd import LATENT_ROWS, LATENT_USES
+    from pyvw_lite.io.model_io import load_model, save_model
+    from pyvw_lite import __version__
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(12) for m in range(0, 30, 3)))
+    models = {}
+    for passes in (1, 3):
+        model = tmp_path / f"p{passes}.pvw"
+        _, _, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2", "-c",
+                                    "--cache_file", str(tmp_path / f"c{passes}"), "--passes",
+                                    str(passes), "--holdout_off", "-f", str(model), "--quiet"])
+        assert code == 0
+        models[passes] = Workspace(["-i", str(model), "--quiet"])
+    for ws in models.values():
+        assert (ws.state[LATENT_ROWS], ws.state[LATENT_USES]) == (22, 240)
+    data_old = load_model(str(tmp_path / "p3.pvw"))
+    data_old.state["learner"] = data_old.state["learner"][:-2]
+    save_model(str(tmp_path / "old.pvw"), data_old, __version__)
+    old = Workspace(["-i", str(tmp_path / "old.pvw"), "--quiet"])
+    assert (old.state[LATENT_ROWS], old.state[LATENT_USES]) == (22, 22 * 60)

@@ -105,6 +105,13 @@ class _VWEstimator(BaseEstimator):
                 raise ValueError("sample_weight is all zero: there is nothing to learn")
         return self.workspace_.learn(matrix_batch(X, targets, sample_weight))
 
+    def _learn_passes(self, X, targets, sample_weight):
+        """``fit``: ``passes`` passes over one data set (its later passes repeat examples)."""
+        for k in range(self._passes()):
+            if k:
+                self.workspace_.repeat_pass()
+            self._learn(X, targets, sample_weight, first=k == 0)
+
     def _workspace_options(self) -> dict:
         return self._options()
 
@@ -164,8 +171,7 @@ class VWRegressor(RegressorMixin, _VWEstimator):
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         self._start_target(y, sample_weight)
-        for k in range(self._passes()):
-            self._learn(X, self._scaled(y), sample_weight, first=k == 0)
+        self._learn_passes(X, self._scaled(y), sample_weight)
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
@@ -215,9 +221,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
             raise ValueError(f"Unknown label type: {kind!r}; VWClassifier needs binary or "
                              "multiclass targets")
         self.classes_ = np.unique(y)
-        for k in range(self._passes()):
-            targets = self._targets(y)
-            self._learn(X, targets, sample_weight, first=k == 0)
+        self._learn_passes(X, self._targets(y), sample_weight)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -32,7 +32,7 @@ from ..io.progress import LiveBar, use_live_bar
 from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
-from ..learners.gd import G, MAX_LABEL, MIN_LABEL, N, P_ETA, W
+from ..learners.gd import G, LATENT_ROWS, MAX_LABEL, MIN_LABEL, N, P_ETA, W
 from ..options import FILES_AND_EXECUTOR, OptionError, Options
 from .executor import executor_from
 
@@ -205,6 +205,8 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     workspace.state[...] = state
     workspace.touched[...] = touched
     workspace.params[P_ETA] *= options.decay_learning_rate ** pass_index
+    if pass_index > 0:
+        workspace.repeat_pass()
     driver = ShardDriver(workspace)
     writers = [(io.StringIO(), which) for which in outputs]
     timings = {"start": time.perf_counter() - clock}
@@ -315,6 +317,7 @@ def combine(workspace, results: list[dict], mode: str) -> None:
     state += sum(result["state"] - start for result in results)
     state[MIN_LABEL] = min(result["state"][MIN_LABEL] for result in results)
     state[MAX_LABEL] = max(result["state"][MAX_LABEL] for result in results)
+    state[LATENT_ROWS] = start[LATENT_ROWS] + newly.size  # a row two shards touched is one row
     workspace.touched[newly] = 1
 
 

@@ -38,8 +38,16 @@ T_SUM, MIN_LABEL, MAX_LABEL, T_SEEN = range(4)
 NORM_BASE = 4
 
 
+# The dyadic learner's count of the latent rows it has touched and of their uses (importance
+# summed over each latent feature of each update, first pass only): the last two entries of the
+# state, after the normalizer's pairs.  Their ratio sizes the default latent penalty
+# (reductions/dyad.py: sized_l2).
+LATENT_ROWS, LATENT_USES = -2, -1
+L2_REFERENCE_USES = 60.0  # the uses per row at which the default penalty is --dyad_l2's base
+
+
 def state_size(models: int) -> int:
-    return NORM_BASE + 2 * models
+    return NORM_BASE + 2 * models + 2
 
 
 # Multiclass slots (SPEC §D.5): class or node c of feature hash fh lives at
@@ -90,9 +98,9 @@ def place_array(hashes, multiplier: int, mask: int) -> np.ndarray:
 # Indices into the float64 ``params`` vector.
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
     P_FIXED_RANGE, P_DYAD_ADAPTIVE, P_CLASS_STRIDE, P_ODE_SOLVER, P_LATENT_RATE, \
-    P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T, P_TAU, P_L1, P_L2, P_CONTRACTION, P_GRAVITY = \
-    range(21)
-PARAM_SIZE = 21
+    P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T, P_TAU, P_L1, P_L2, P_CONTRACTION, P_GRAVITY, \
+    P_DYAD_COUNT, P_DYAD_L2_POWER = range(23)
+PARAM_SIZE = 23
 WILDCARD = 58  # ':' in -q / --interactions
 # flags of a namespace letter in the ``ignore`` table: left out everywhere (--ignore, --keep),
 # or from the linear terms only (--ignore_linear: its features still enter interactions)
