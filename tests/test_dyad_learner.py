@@ -559,29 +559,42 @@ def test_the_latent_penalty_default_follows_the_loss_gradients_scale(loss, expec
 
 def test_the_default_penalty_follows_the_uses_per_latent_row():
     """Without --dyad_l2 the latent penalty is its base × (n̄/60)^-0.6, n̄ the uses per latent
-    row counted in the first pass: the state counts every latent row once and every use of one
-    (importance-weighted) until the data repeats, and one step shrinks by 1/(1 + η·h·λ(n̄))."""
-    from pyvw_lite.learners.gd import LATENT_ROWS, LATENT_USES, P_DYAD_L2_POWER
+    row counted in the first pass (capped at the base while it counts): the state counts every
+    latent row once and every use of one (importance-weighted) until the data repeats, and a
+    later step shrinks by 1/(1 + η·h·λ(n̄))."""
+    from pyvw_lite.learners.gd import (LATENT_ROWS, LATENT_USES, P_DYAD_COUNT, P_DYAD_L2,
+                                       P_DYAD_L2_POWER)
+    from pyvw_lite.reductions.dyad import sized_l2
     common = "--dyad ab --rank 3 -l 0.5 -b 12 --quiet"
-    ws = Workspace(common)
-    assert ws.params[P_DYAD_L2_POWER] == 0.6
+    assert Workspace(common).params[P_DYAD_L2_POWER] == 0.6
     assert Workspace(common + " --dyad_l2 0.15").params[P_DYAD_L2_POWER] == 0.0
     lines = ["0.5 2 |a x y |b z", "1 |a x |b w", "-1 |a y |b z w"]
-    ws.learn(lines)
-    assert ws.state[LATENT_ROWS] == 4  # a's x and y, b's z and w
-    assert ws.state[LATENT_USES] == 2 * 3 + 2 + 3
-    ws.repeat_pass()
-    ws.learn(lines)
-    assert (ws.state[LATENT_ROWS], ws.state[LATENT_USES]) == (4, 11)
-    # one update from an empty model: 4 rows, 4·h uses, so n̄ = h
-    for h in (1.0, 3.0):
-        line = [f"0.5 {h} |a x y |b z w"]
-        sized, given = Workspace(common), Workspace(
-            common + f" --dyad_l2 {0.15 * (h / 60.0) ** -0.6!r}")
-        sized.learn(line)
-        given.learn(line)
-        np.testing.assert_allclose(sized.weights, given.weights, rtol=1e-6, atol=1e-9)
-        assert not np.array_equal(sized.weights, Workspace(common + " --dyad_l2 0.15").weights)
+    sized, given = Workspace(common), Workspace(common + " --dyad_l2 0.15")
+    for ws in (sized, given):
+        ws.learn(lines)  # n̄ ≤ 11/4 while counting: the factor is capped at 1
+    np.testing.assert_array_equal(sized.weights, given.weights)
+    assert sized.state[LATENT_ROWS] == 4  # a's x and y, b's z and w
+    assert sized.state[LATENT_USES] == 2 * 3 + 2 + 3
+    for ws in (sized, given):
+        ws.repeat_pass()
+    given.params[P_DYAD_L2] = 0.15 * (11 / 4 / 60) ** -0.6
+    for ws in (sized, given):
+        ws.learn(lines)
+    assert (sized.state[LATENT_ROWS], sized.state[LATENT_USES]) == (4, 11)
+    np.testing.assert_allclose(sized.weights, given.weights, rtol=1e-6, atol=1e-9)
+    before = Workspace(common + " --dyad_l2 0.15")
+    before.learn(lines)
+    before.repeat_pass()
+    before.learn(lines)
+    assert not np.allclose(sized.weights, before.weights, rtol=1e-4)
+    # the rule itself, over counts on both sides of the reference
+    params, state = sized.params.copy(), np.zeros_like(sized.state)
+    for rows, uses, counting in [(0, 0, 1), (4, 11, 1), (10, 600, 1), (10, 600, 0), (4, 11, 0),
+                                 (1000, 240_000, 0)]:
+        state[LATENT_ROWS], state[LATENT_USES], params[P_DYAD_COUNT] = rows, uses, counting
+        factor = (max(uses / max(rows, 1), 1) / 60) ** -0.6
+        expected = 0.15 * (min(factor, 1.0) if counting else factor)
+        assert sized_l2(params, state) == pytest.approx(expected, rel=1e-12)
 
 
 def test_passes_count_the_latent_uses_of_the_first_pass_only(tmp_path):
