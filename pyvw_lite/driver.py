@@ -24,23 +24,30 @@ from .reductions.multiclass import class_buffers
 from .workspace import ParseError, Workspace, _prefetch, format_prediction
 
 
-def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
-                     labelled, pred, features, shown, confidence) -> None:
-    """Feed examples, in order, to the progress table; ``truth`` holds the labels, or the
-    class indices under a multiclass reduction, where ``shown`` holds the label as read for a
-    label out of range and ``confidence`` the predicted class's probability under
-    --probabilities (NaN otherwise)."""
+def table_labels(reduction, truth, shown, pred, confidence):
+    """(labels the table sums, label text of example i, prediction text of example i): the
+    labels themselves, or zeros under a multiclass reduction, whose ``truth`` holds class
+    indices, ``shown`` the label as read for a label out of range and ``confidence`` the
+    predicted class's probability under --probabilities (NaN otherwise)."""
     if reduction is not None:
-        labels = np.zeros(truth.shape[0])
         def label_text(i):
             return reduction.label_text(int(truth[i])) if shown[i] is None else shown[i]
+
         def prediction_text(i):
             text = reduction.label_text(int(pred[i]))
             return text if np.isnan(confidence[i]) else f"{text}({confidence[i]:.0%})"
-    else:
-        labels = truth
+        return np.zeros(truth.shape[0]), label_text, prediction_text
+    return truth, None, lambda i: f"{pred[i]:.4f}"
+
+
+def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdout, truth,
+                     labelled, pred, features, shown, confidence) -> None:
+    """Feed examples, in order, to the progress table (``truth``, ``shown``, ``confidence``: as
+    :func:`table_labels` takes them)."""
+    labels, label_text, prediction_text = table_labels(reduction, truth, shown, pred,
+                                                       confidence)
+    if label_text is None:
         label_text = lambda i: f"{truth[i]:.4f}" if labelled[i] else "unknown"  # noqa: E731
-        prediction_text = lambda i: f"{pred[i]:.4f}"  # noqa: E731
     progress.account(weight=weight, loss=loss, labelled=labelled, holdout=holdout, label=labels,
                      features=features, label_text=label_text, prediction_text=prediction_text)
 

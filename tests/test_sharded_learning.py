@@ -303,3 +303,93 @@ def test_timings_say_where_each_pass_went(tmp_path):
     assert rows[0].startswith("timings: read and cut 2 shards")
     assert [row.split(":")[1].strip() for row in rows[1:]] == ["pass 1", "pass 2"]
     assert all("parse" in row and "learn" in row and "averaging" in row for row in rows[1:])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shard_totals_account_as_the_examples_do(seed):
+    """A shard's progress goes to the driver as totals unless a row falls due inside it: for
+    runs of random examples (weights, unlabelled and held-out ones, labels with two or more
+    values) cut anywhere, totals and remote accounting leave the table and its printed rows
+    exactly as accounting each shard's examples in the driver does (as it did with the
+    records shipped back)."""
+    import io
+    from pyvw_lite.io.progress import ProgressTable, totals
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 3000))
+    labels = rng.choice([-1.0, 1.0] if seed % 2 else [0.0, 1.0, 2.5, 4.0], n)
+    examples = dict(weight=rng.choice([1.0, 0.5, 3.0], n) if seed % 3 else np.ones(n),
+                    loss=rng.random(n), labelled=rng.random(n) > 0.1,
+                    holdout=(np.arange(n) % 10 == 9) if seed >= 3 else np.zeros(n, bool),
+                    label=labels, features=rng.integers(1, 9, n))
+    texts = dict(label_text=lambda i: f"{labels[i]:.4f}", prediction_text=lambda i: "0.0000")
+    whole_out, parts_out = io.StringIO(), io.StringIO()
+    whole = ProgressTable(whole_out, holdout_off=seed < 3)
+    parts = ProgressTable(parts_out, holdout_off=seed < 3)
+    cuts = np.sort(rng.choice(np.arange(1, n), size=5, replace=False))
+    for pass_index in range(2):
+        remote = 0
+        for piece in np.split(np.arange(n), cuts):
+            part = {name: values[piece] for name, values in examples.items()}
+            whole.account(**part, label_text=lambda i, p=piece: texts["label_text"](p[i]),
+                          prediction_text=texts["prediction_text"])
+            shard_totals = totals(**part)
+            if parts.due_within(shard_totals):  # as account_shard does where the shard lives
+                out = io.StringIO()
+                there = ProgressTable(out)
+                there.restore(parts.snapshot())
+                there.account(**part, label_text=lambda i, p=piece: texts["label_text"](p[i]),
+                              prediction_text=texts["prediction_text"])
+                parts.restore(there.snapshot())
+                parts.write(out.getvalue())
+                remote += 1
+            else:
+                parts.add_totals(shard_totals)
+        assert remote < 6 if pass_index else remote >= 1
+        whole.end_pass()
+        parts.end_pass()
+    assert parts_out.getvalue() == whole_out.getvalue()
+    assert parts.snapshot() == whole.snapshot()
+
+
+class ForgetfulExecutor:
+    """The serial executor, except that each shard forgets its progress records right after
+    learning, as a worker restarted between the two calls would."""
+    name, workers, same_machine = "serial", 1, True
+
+    def put(self, data):
+        return data
+
+    def __init__(self):
+        self.relearned = 0
+        self.missing = False
+
+    def map(self, task, handles, args):
+        results = [task(handle, *extra) for handle, extra in zip(handles, args)]
+        if task.__name__ == "learn_shard":
+            if self.missing:  # the driver's second call, after hearing the records were lost
+                self.relearned += 1
+            else:
+                for handle in handles:
+                    handle.pop("records", None)
+        self.missing = task.__name__ == "account_shard" and results[0].get("missing", False)
+        return results
+
+    def close(self):
+        pass
+
+
+def test_progress_lost_with_a_worker_is_learned_again(small_files, tmp_path, monkeypatch):
+    """A row that falls due in a shard whose worker lost its records: the driver has the shard
+    learn the same pass again from the same broadcast, and the table is unchanged."""
+    import pyvw_lite.distributed.learn as learn
+    data, _ = small_files
+    common = ["-d", str(data), "--loss_function", "logistic", "--passes", "2", "--executor",
+              "serial", "--shards", "3"]
+    _, plain_err, code = run_workspace(common)
+    assert code == 0
+    forgetful = ForgetfulExecutor()
+    monkeypatch.setattr(learn, "executor_from", lambda spec: forgetful)
+    _, forgetful_err, code = run_workspace(common)
+    assert code == 0
+    assert forgetful.relearned >= 2  # rows fall due in both passes
+    assert table(forgetful_err) == table(plain_err)

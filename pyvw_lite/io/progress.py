@@ -70,6 +70,45 @@ class LiveBar:
         self.progress.stop()
 
 
+def _stretch_sums(weight, loss, labelled, labelled_train, labelled_holdout, train, label,
+                  features) -> tuple:
+    """A stretch of examples' sums, as :meth:`ProgressTable._add` takes them (masked sums, not
+    ``np.dot``: a dot of this length runs on OpenBLAS's threads, which then spin on the cores
+    that parse and learn)."""
+    hold = None if labelled_holdout is None else (float(weight[labelled_holdout].sum()),
+                                                  float(loss[labelled_holdout].sum()))
+    # a mask that keeps everything selects the same floats in the same order: sum in place
+    everything = slice(None)
+    train = everything if train.all() else train
+    labelled_train = everything if labelled_train.all() else labelled_train
+    return (float(weight[labelled_train].sum()), float(weight[train].sum()),
+            float(loss[labelled_train].sum()), float((weight * label)[labelled_train].sum()),
+            int(np.count_nonzero(train)) if train is not everything else int(weight.shape[0]),
+            int(features[train].sum()), hold)
+
+
+def totals(*, weight: np.ndarray, loss: np.ndarray, labelled: np.ndarray, holdout: np.ndarray,
+           label: np.ndarray, features: np.ndarray) -> dict:
+    """What :meth:`ProgressTable.add_totals` needs of a run of examples, and ``reach``, the
+    running sum of training weight at its last training example (None without one), which
+    tells :meth:`ProgressTable.due_within` whether a row falls due inside it."""
+    if weight.shape[0] == 0:
+        return {"reach": None, "first_labels": np.zeros(0), "sums": None}
+    labelled, holdout, any_holdout, train, labelled_train, labelled_holdout = \
+        ProgressTable._masks(labelled, holdout)
+    train_weight = np.where(train, weight, 0.0) if any_holdout else weight
+    at = np.flatnonzero(train)
+    reach = float(np.cumsum(train_weight)[at[-1]]) if at.size else None
+    labels = label[labelled_train]
+    first = []  # the first three distinct labels: all _observe_labels can use
+    while len(first) < 3 and labels.size:
+        first.append(float(labels[0]))
+        labels = labels[labels != labels[0]]
+    return {"reach": reach, "first_labels": np.array(first),
+            "sums": _stretch_sums(weight, loss, labelled, labelled_train, labelled_holdout,
+                                  train, label, features)}
+
+
 class ProgressTable:
     """VW's running statistics, progress rows and end-of-run summary."""
 
@@ -157,6 +196,19 @@ class ProgressTable:
                 self.more_than_two_labels = True
             labels = other
 
+    @staticmethod
+    def _masks(labelled: np.ndarray, holdout: np.ndarray):
+        """(labelled, holdout, train, labelled_train, labelled_holdout, train_weight factor):
+        the masks :meth:`account` and :func:`totals` sum under (one definition, so both sum the
+        same floats)."""
+        labelled = np.asarray(labelled, dtype=bool)  # masks below: never integer indices
+        holdout = np.asarray(holdout, dtype=bool)
+        any_holdout = bool(holdout.any())
+        train = ~holdout if any_holdout else np.ones(labelled.shape[0], dtype=bool)
+        labelled_train = labelled & train if any_holdout else labelled
+        labelled_holdout = labelled & holdout if any_holdout else None
+        return labelled, holdout, any_holdout, train, labelled_train, labelled_holdout
+
     def account(self, *, weight: np.ndarray, loss: np.ndarray, labelled: np.ndarray,
                 holdout: np.ndarray, label: np.ndarray, features: np.ndarray,
                 label_text: Callable[[int], str], prediction_text: Callable[[int], str]) -> None:
@@ -168,12 +220,8 @@ class ProgressTable:
         n = weight.shape[0]
         if n == 0:
             return
-        labelled = np.asarray(labelled, dtype=bool)  # masks below: never integer indices
-        holdout = np.asarray(holdout, dtype=bool)
-        any_holdout = bool(holdout.any())
-        train = ~holdout if any_holdout else np.ones(n, dtype=bool)
-        labelled_train = labelled & train if any_holdout else labelled
-        labelled_holdout = labelled & holdout if any_holdout else None
+        labelled, holdout, any_holdout, train, labelled_train, labelled_holdout = \
+            self._masks(labelled, holdout)
         train_weight = np.where(train, weight, 0.0) if any_holdout else weight
         weighted_after = np.cumsum(train_weight) + self.weighted_examples
         self._observe_labels(label[labelled_train])
@@ -185,9 +233,10 @@ class ProgressTable:
                 due = due[train[start + due]]
             stop = start + int(due[0]) + 1 if due.size else n
             part = slice(start, stop)
-            self._add(weight[part], loss[part], labelled[part], labelled_train[part],
-                      None if labelled_holdout is None else labelled_holdout[part], train[part],
-                      label[part], features[part])
+            self._add(_stretch_sums(
+                weight[part], loss[part], labelled[part], labelled_train[part],
+                None if labelled_holdout is None else labelled_holdout[part], train[part],
+                label[part], features[part]))
             if not due.size:
                 break
             i = stop - 1
@@ -220,29 +269,45 @@ class ProgressTable:
             if start >= n:
                 break
 
-    def _add(self, weight, loss, labelled, labelled_train, labelled_holdout, train, label,
-             features) -> None:
-        """Add a stretch of examples to the running sums (masked sums, not ``np.dot``: a dot
-        of this length runs on OpenBLAS's threads, which then spin on the cores that parse and
-        learn)."""
-        lab_weight = float(weight[labelled_train].sum())
-        lab_loss = float(loss[labelled_train].sum())
+    def _add(self, sums: tuple) -> None:
+        """Add a stretch's sums (:func:`_stretch_sums`) to the running ones."""
+        lab_weight, train_weight, lab_loss, weighted_labels, examples, features, hold = sums
         self.weighted_labeled += lab_weight
-        self.weighted_unlabeled += float(weight[train].sum()) - lab_weight
+        self.weighted_unlabeled += train_weight - lab_weight
         self.sum_loss += lab_loss
         self.sum_loss_since_dump += lab_loss
-        self.weighted_labels += float((weight * label)[labelled_train].sum())
-        self.example_number += int(np.count_nonzero(train))
-        self.total_features += int(features[train].sum())
-        if labelled_holdout is not None:
-            hold_weight = float(weight[labelled_holdout].sum())
-            hold_loss = float(loss[labelled_holdout].sum())
+        self.weighted_labels += weighted_labels
+        self.example_number += examples
+        self.total_features += features
+        if hold is not None:
+            hold_weight, hold_loss = hold
             self.holdout_weight += hold_weight
             self.holdout_loss += hold_loss
             self.holdout_weight_since_dump += hold_weight
             self.holdout_loss_since_dump += hold_loss
             self.holdout_weight_pass += hold_weight
             self.holdout_loss_pass += hold_loss
+
+    # A shard of a sharded run accounts its examples where it learned them: the driver sends
+    # the table's state only when a row falls due inside the shard, and otherwise adds the
+    # shard's totals (distributed/learn.py).
+    def due_within(self, totals: dict) -> bool:
+        """Whether :meth:`account` would print a row inside the examples of ``totals``."""
+        return self.out is not None and totals["reach"] is not None and \
+            totals["reach"] + self.weighted_examples >= self.dump_interval
+
+    def add_totals(self, totals: dict) -> None:
+        """:meth:`account` of the examples of ``totals`` when no row falls due inside them."""
+        self._observe_labels(totals["first_labels"])
+        if totals["sums"] is not None:
+            self._add(totals["sums"])
+
+    def snapshot(self) -> dict:
+        """The running state (no streams), for :meth:`restore` elsewhere."""
+        return {name: value for name, value in vars(self).items() if name not in ("out", "bar")}
+
+    def restore(self, state: dict) -> None:
+        vars(self).update(state)
 
     def end_pass(self) -> bool:
         """Close a pass; True when its holdout loss is the best so far (VW re-saves the model)."""
