@@ -393,3 +393,44 @@ def test_progress_lost_with_a_worker_is_learned_again(small_files, tmp_path, mon
     assert code == 0
     assert forgetful.relearned >= 2  # rows fall due in both passes
     assert table(forgetful_err) == table(plain_err)
+
+
+def test_a_cache_streams_each_shard_in_flat_memory(tmp_path):
+    """``--executor`` with a cache: each worker streams its shard through a cache file of its
+    own, so it holds a chunk at a time.  Under a data-memory limit (RLIMIT_DATA, as ``ulimit -d``
+    sets it, on the driver and the workers it starts) that the in-memory shards of 500,000 lines
+    exceed (they need about 380 MB here, a streamed shard about 180 MB whatever its size), the
+    streamed run completes with the model of the unlimited in-memory run; a second run reads the
+    shard caches instead of the text."""
+    import subprocess
+    import sys
+    resource = pytest.importorskip("resource")
+    data = tmp_path / "rt500k.vw"
+    write_vw(str(data), rater_task(n_ratings=500_000, n_tasks=50_000, n_raters=1_000,
+                                   classes=2, seed=8), binary=True)
+    common = [sys.executable, "-m", "pyvw_lite", "-d", str(data), "--loss_function", "logistic",
+              "--passes", "2", "--executor", "processes:1", "--quiet"]
+
+    def run(extra, limit_mb=None):
+        def limit():
+            size = limit_mb << 20
+            resource.setrlimit(resource.RLIMIT_DATA, (size, size))
+        return subprocess.run(common + extra, capture_output=True, text=True,
+                              preexec_fn=limit if limit_mb else None)
+
+    free = run(["-f", str(tmp_path / "free.pvw")])  # also fills the kernel cache unlimited
+    assert free.returncode == 0, free.stderr
+    cache = tmp_path / "rt.cache"
+    streamed = run(["--cache_file", str(cache), "-f", str(tmp_path / "streamed.pvw")], 260)
+    assert streamed.returncode == 0, streamed.stderr
+    assert (tmp_path / "streamed.pvw").read_bytes() == (tmp_path / "free.pvw").read_bytes()
+    assert (tmp_path / "rt.cache.shard1of1").exists()
+    assert not [p for p in tmp_path.iterdir() if "progress" in p.name]  # scratch files removed
+    in_memory = run(["-f", str(tmp_path / "held.pvw")], 260)
+    assert in_memory.returncode != 0 and "out of memory" in in_memory.stderr
+    again = subprocess.run(common[:-1] + ["--cache_file", str(cache), "--timings", "-f",
+                                          str(tmp_path / "again.pvw")], capture_output=True,
+                           text=True)
+    assert again.returncode == 0
+    assert re.search(r"pass 1: .*parse 0\.00/0\.00", again.stderr), again.stderr
+    assert (tmp_path / "again.pvw").read_bytes() == (tmp_path / "free.pvw").read_bytes()

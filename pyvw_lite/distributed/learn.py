@@ -24,23 +24,31 @@ is run again after a lost worker gives the same model.
 """
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import os
 import time
 
 import numpy as np
 
 from ..driver import Driver, account_examples, table_labels
+from ..io import cache as cache_io
+from ..io.atomic import temporary_beside
 from ..io.progress import LiveBar, ProgressTable, totals, use_live_bar
 from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
+from ..workspace import _prefetch
 from ..learners.gd import G, LATENT_ROWS, MAX_LABEL, MIN_LABEL, N, P_ETA, W
 from ..options import FILES_AND_EXECUTOR, OptionError, Options
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
 RANGE_BLOCK = 1 << 26  # bytes scanned at once when a file is cut into byte ranges
+# A streamed shard's text is read this much at a time: its memory is about 20 times one chunk
+# (parsed batch, cache block, progress records), whatever the shard's size.
+STREAM_CHUNK_BYTES = 1 << 20
 RECORD_FIELDS = ("weight", "loss", "holdout", "truth", "labelled", "pred", "features", "shown",
                  "confidence")
 
@@ -135,23 +143,74 @@ def shard_options(options: Options) -> Options:
 
 
 # ---------------------------------------------------------------------- one shard's pass
-class ShardDriver(Driver):
-    """The VW driver's batch processing for one shard: records the examples' progress
-    instead of printing it, and writes predictions to memory."""
+class RecordFile:
+    """A shard's progress records for one pass, batch after batch, in a scratch file beside its
+    cache (``-c`` with ``--executor``: nothing of the shard stays in memory).  Arrays only, in
+    numpy's format without pickles; the few label texts kept as read go as JSON."""
 
-    def __init__(self, workspace):
+    def __init__(self, beside: str):
+        fd, self.path = temporary_beside(beside + ".progress")
+        self.handle = os.fdopen(fd, "w+b")
+        self.batches = 0
+
+    def reset(self) -> "RecordFile":
+        """Empty, for the next pass (the same file: no new one each pass)."""
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.batches = 0
+        return self
+
+    def append(self, examples: dict) -> None:
+        for name in RECORD_FIELDS:
+            if name == "shown":
+                shown = examples[name]
+                texts = {int(k): shown[k] for k in np.flatnonzero(shown != None)}  # noqa: E711
+                np.lib.format.write_array(self.handle, np.frombuffer(
+                    json.dumps(texts).encode("utf-8"), dtype=np.uint8), allow_pickle=False)
+            else:
+                np.lib.format.write_array(self.handle, np.asarray(examples[name]),
+                                          allow_pickle=False)
+        self.batches += 1
+
+    def __iter__(self):
+        self.handle.flush()
+        self.handle.seek(0)
+        for _ in range(self.batches):
+            examples = {}
+            for name in RECORD_FIELDS:
+                array = np.lib.format.read_array(self.handle, allow_pickle=False)
+                if name == "shown":
+                    shown = np.full(examples["weight"].shape[0], None, dtype=object)
+                    for k, text in json.loads(array.tobytes().decode("utf-8")).items():
+                        shown[int(k)] = text
+                    array = shown
+                examples[name] = array
+            yield examples
+
+    def close(self) -> None:
+        self.handle.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+class ShardDriver(Driver):
+    """The VW driver's batch processing for one shard: keeps the examples' progress records
+    (in memory, or in a :class:`RecordFile`) and their totals instead of printing them, and
+    writes predictions to memory."""
+
+    def __init__(self, workspace, records=None):
         super().__init__(workspace)
         self.pass_position = 0
-        self.records: list[dict] = []
+        self.records = [] if records is None else records
+        self.totals: list[dict] = []
 
     def _account(self, **examples) -> None:
+        labels, _, _ = table_labels(self.ws.reduction, examples["truth"], examples["shown"],
+                                    examples["pred"], examples["confidence"])
+        self.totals.append(totals(weight=examples["weight"], loss=examples["loss"],
+                                  labelled=examples["labelled"], holdout=examples["holdout"],
+                                  label=labels, features=examples["features"]))
         self.records.append(examples)
-
-    def joined_records(self) -> dict:
-        if len(self.records) == 1:
-            return {name: self.records[0][name] for name in RECORD_FIELDS}
-        return {name: np.concatenate([record[name] for record in self.records])
-                if self.records else np.zeros(0) for name in RECORD_FIELDS}
 
 
 def parsed_pieces(shard: dict, workspace) -> list:
@@ -173,6 +232,50 @@ def parsed_pieces(shard: dict, workspace) -> list:
     return shard["parsed"]
 
 
+def cached_batches(shard: dict, workspace, timings: dict):
+    """The shard's ``(batch, rows)`` streamed through its own cache file (``shard["cache"]``):
+    read from it when it is current, else parsed chunk by chunk from the shard's lines and
+    written to it on the way.  Only a chunk at a time is in memory."""
+    reader = shard.get("reader")
+    if reader is None and not shard.get("rebuild"):
+        settings, reader = cache_io.open_cache(shard["cache"]) \
+            if os.path.exists(shard["cache"]) else (None, None)
+        if reader is not None and settings != shard["cache_settings"]:
+            reader.close()
+            reader = None
+    if reader is not None:
+        shard["reader"] = reader
+        for batch in _prefetch(iter(reader)):  # the next block is read while this one learns
+            yield batch, workspace.prepare_cached(batch)
+        return
+    if "path" in shard:
+        chunks = iter(LineChunks(shard["path"], chunk_bytes=STREAM_CHUNK_BYTES,
+                                 byte_range=(shard["start"], shard["end"], shard["first_line"])))
+    else:
+        chunks = ((np.frombuffer(data, dtype=np.uint8), *split_lines(
+            np.frombuffer(data, dtype=np.uint8), final=True)[:2], first)
+            for data, first in shard["pieces"])
+    writer = cache_io.CacheWriter(shard["cache"], shard["cache_settings"])
+    keep_text = workspace.reduction is not None and not workspace.reduction.parse_label_number
+    done = False
+    try:
+        for buf, starts, ends, first_line in chunks:
+            clock = time.perf_counter()
+            batch = workspace._parse_chunk(buf, starts, ends, first_line, shard["source"])
+            rows = workspace._valid_rows(batch)
+            writer.write(batch, rows, keep_label_text=keep_text)
+            timings["parse"] += time.perf_counter() - clock
+            yield batch, rows
+        done = True
+    finally:
+        if done:
+            shard["reader"] = writer.close()
+            shard.pop("rebuild", None)
+            shard.pop("pieces", None)
+        else:
+            writer.abort()
+
+
 def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
                 outputs: tuple[int, ...]) -> dict:
     """One pass of one shard from the broadcast ``(weights, state, touched)``."""
@@ -187,67 +290,95 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     workspace.params[P_ETA] *= options.decay_learning_rate ** pass_index
     if pass_index > 0:
         workspace.repeat_pass()
-    driver = ShardDriver(workspace)
+    # the examples' progress stays here: the driver gets their totals, and sends its table
+    # only when a row falls due inside this shard (account_shard)
+    old = shard.pop("records", None)
+    streamed = "cache" in shard
+    if streamed:
+        records = old[1].reset() if old is not None else RecordFile(shard["cache"])
+    else:
+        records = []
+    shard["records"] = (pass_index, records)
+    shard["reduction"] = workspace.reduction
+    driver = ShardDriver(workspace, records)
     writers = [(io.StringIO(), which) for which in outputs]
-    timings = {"start": time.perf_counter() - clock}
+    timings = {"start": time.perf_counter() - clock, "parse": 0.0}
     try:
         clock = time.perf_counter()
-        pieces = parsed_pieces(shard, workspace)
-        timings["parse"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        for batch, rows in pieces:
+        if streamed:
+            batches = cached_batches(shard, workspace, timings)
+        else:
+            batches = parsed_pieces(shard, workspace)
+            timings["parse"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+        for batch, rows in batches:
             driver._process_batch(batch, rows, writers)
-        timings["learn"] = time.perf_counter() - clock
+        timings["learn"] = time.perf_counter() - clock - (timings["parse"] if streamed else 0.0)
     except ParseError as exc:  # --strict_parse: the driver stops the job with this message
         return {"error": str(exc)}
     clock = time.perf_counter()
     changed = np.flatnonzero((workspace.weights != weights).any(axis=1))
     timings["diff"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    # the examples' progress stays here: the driver gets their totals, and sends its table
-    # only when a row falls due inside this shard (account_shard)
-    records = driver.joined_records()
-    shard["records"] = (pass_index, records)
-    shard["reduction"] = workspace.reduction
-    labels, _, _ = table_labels(workspace.reduction, records["truth"], records["shown"],
-                                records["pred"], records["confidence"])
-    shard_totals = totals(weight=records["weight"], loss=records["loss"],
-                          labelled=records["labelled"], holdout=records["holdout"],
-                          label=labels, features=records["features"])
-    timings["records"] = time.perf_counter() - clock
+    timings["records"] = 0.0
     return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
             "timings": timings,
             "touched": np.flatnonzero(workspace.touched > touched),
-            "totals": shard_totals,
+            "totals": driver.totals,
             "predictions": [handle.getvalue() for handle, _ in writers],
             "log": log.getvalue(), "skipped": workspace.skipped,
             "nan_predictions": workspace.nan_predictions,
             "ode_step_caps": workspace.ode_step_caps,
-            "multiclass_log_loss": workspace.multiclass_log_loss}
+            "multiclass_log_loss": workspace.multiclass_log_loss,
+            "peak_memory": peak_memory()}
 
 
-def account_shard(shard: dict, state: dict, pass_index: int) -> dict:
-    """Account the shard's examples of pass ``pass_index`` on the driver's progress table
-    (``state``) where they live: the table's new state and the rows it printed, or
-    ``{"missing": True}`` when this worker no longer holds them (restarted, or a copy)."""
+def peak_memory() -> int:
+    """This process's peak resident memory so far, in bytes (0 where unknown)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def account_shard(shard: dict, state: dict, pass_index: int, first: int) -> dict:
+    """Account the shard's examples of pass ``pass_index``, from batch ``first`` on, on the
+    driver's progress table (``state``) where they live: the table's new state and the rows it
+    printed, or ``{"missing": True}`` when this worker no longer holds them (restarted, or a
+    copy of the shard)."""
     kept = shard.get("records")
     if kept is None or kept[0] != pass_index:
         return {"missing": True}
     out = io.StringIO()
     table = ProgressTable(out)
     table.restore(state)
-    account_examples(table, shard["reduction"], **kept[1])
+    for index, examples in enumerate(kept[1]):
+        if index >= first:
+            account_examples(table, shard["reduction"], **examples)
     return {"state": table.snapshot(), "text": out.getvalue()}
 
 
+def release_shard(shard: dict) -> None:
+    """End of a streamed job: close the shard's cache file and delete its progress records."""
+    kept = shard.pop("records", None)
+    if kept is not None and isinstance(kept[1], RecordFile):
+        kept[1].close()
+    reader = shard.pop("reader", None)
+    if reader is not None:
+        reader.close()
+
+
 def account_result(progress, executor, handle, result: dict, learn_args: tuple) -> None:
-    """One shard's progress in a pass (shards in file order): its totals when no row falls due
-    in it, else its rows and sums from where it lives (learned again from the same broadcast if
-    that worker lost them: the same model, so the same records)."""
-    if not progress.due_within(result["totals"]):
-        progress.add_totals(result["totals"])
+    """One shard's progress in a pass (shards in file order): its batches' totals until a row
+    falls due in one, then the rest from where the shard lives (learned again from the same
+    broadcast if that worker lost them: the same model, so the same records)."""
+    for first, batch_totals in enumerate(result["totals"]):
+        if progress.due_within(batch_totals):
+            break
+        progress.add_totals(batch_totals)
+    else:
         return
-    ask = [(progress.snapshot(), learn_args[2])]
+    ask = [(progress.snapshot(), learn_args[2], first)]
     answer = executor.map(account_shard, [handle], ask)[0]
     if answer.get("missing"):
         executor.map(learn_shard, [handle], [learn_args])
@@ -273,16 +404,19 @@ def run_pass(executor, handles: list, workspace, options: Options, pass_index: i
 def pass_timings(pass_index: int, wall: float, after: float, results: list[dict]) -> str:
     """``--timings``: one pass's wall time and where it went.  The workers' own figures are
     per shard (slowest / fastest); what is left of the wall time is shipping the broadcast
-    model out and the changed rows back, and waiting on the slowest shard."""
+    model out and the changed rows back, and waiting on the slowest shard.  Then the peak
+    resident memory of the processes that ran the shards (largest / smallest)."""
     def spread(name: str) -> str:
         values = [result["timings"][name] for result in results]
         return f"{max(values):.2f}/{min(values):.2f}"
     busiest = max(sum(result["timings"].values()) for result in results)
+    memory = [result["peak_memory"] for result in results]
     return (f"timings: pass {pass_index + 1}: wall {wall + after:.2f} s = shards {wall:.2f} s "
             f"(per shard, slowest/fastest: start {spread('start')}, parse {spread('parse')}, "
             f"learn {spread('learn')}, changed rows {spread('diff')}, progress records "
             f"{spread('records')}; shipping and waiting "
-            f"{max(wall - busiest, 0.0):.2f}) + averaging and the table {after:.2f} s\n")
+            f"{max(wall - busiest, 0.0):.2f}) + averaging and the table {after:.2f} s; "
+            f"workers' peak memory {max(memory) >> 20}/{min(memory) >> 20} MB\n")
 
 
 # ---------------------------------------------------------------------- averaging
@@ -362,8 +496,6 @@ class ShardedDriver(Driver):
         if o.averaging == "adaptive" and not ws.adaptive and ws.stride == 1:
             ws._log("[warning] adaptive averaging needs adaptive updates; averaging by the mean")
             o.averaging = "mean"
-        if o.cache or o.cache_file:
-            ws._log("[info] --executor keeps the shards in the workers' memory: no cache file")
         try:
             executor = executor_from(o.executor)
         except ValueError as exc:
@@ -384,6 +516,16 @@ class ShardedDriver(Driver):
         else:
             shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
         cut = time.perf_counter() - clock
+        cache_path = self._cache_path()
+        if cache_path is not None:  # each shard streams through a cache file of its own
+            settings = self._cache_settings()
+            for index, shard in enumerate(shards):
+                shard["cache"] = f"{cache_path}.shard{index + 1}of{n_shards}"
+                where = [shard["start"], shard["end"]] if "path" in shard else None
+                shard["cache_settings"] = {**settings, "shard": [index, n_shards, where]}
+                shard["rebuild"] = bool(o.kill_cache)
+            ws._log(f"[info] --executor with a cache: each shard streams through its own cache "
+                    f"file ({cache_path}.shard1of{n_shards}, ...), holding one chunk in memory")
         clock = time.perf_counter()
         handles = [executor.put(shard) for shard in shards]
         scattered = time.perf_counter() - clock
@@ -446,6 +588,9 @@ class ShardedDriver(Driver):
             if bar is not None:
                 bar.stop()
                 self.progress.bar = None
+            if cache_path is not None:
+                with contextlib.suppress(Exception):  # a lost worker has nothing left to close
+                    executor.map(release_shard, handles, [()] * len(handles))
         self._close_writers(contexts, failed=False)
         self._finish(passes_used, early_stopped)
         return 0

@@ -159,8 +159,12 @@ class LineChunks:
 
     def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES,
                  first_bytes: int = FIRST_CHUNK_BYTES,
-                 damaged: Callable[[str], None] | None = None):
+                 damaged: Callable[[str], None] | None = None,
+                 byte_range: tuple[int, int, int] | None = None):
+        """``byte_range``: ``(start, end, first line number)`` of whole lines of a plain file
+        (a shard, distributed/learn.py: range_shards), read alone."""
         self.path = path
+        self.byte_range = byte_range
         self.damaged = damaged
         self.name = path if path not in (None, "-") else "<stdin>"
         self.chunk_bytes = chunk_bytes
@@ -194,14 +198,22 @@ class LineChunks:
         return stream, owned
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
-        handle, owned = self._open()
+        if self.byte_range is not None:
+            start, end, line_no = self.byte_range
+            handle, owned = open(self.path, "rb", buffering=0), True
+            handle.seek(start)
+            left = end - start
+        else:
+            handle, owned = self._open()
+            line_no, left = 1, None
         compressed = handle if isinstance(handle, GzipReader) else None
         try:
             carry = b""
-            line_no = 1
             size = self.first_bytes
             while True:
-                block = handle.read(size)
+                block = handle.read(size if left is None else min(size, left))
+                if left is not None:
+                    left -= len(block)
                 size = min(2 * size, self.chunk_bytes)
                 if block:
                     # progress counts file bytes: compressed ones for a .gz
