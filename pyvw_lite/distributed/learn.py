@@ -333,12 +333,17 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
 
 
 def peak_memory() -> int:
-    """This process's peak resident memory so far, in bytes (0 where unknown)."""
+    """This process's peak resident memory so far, in bytes (0 where unknown): Linux's VmHWM,
+    not ``getrusage``'s maxrss, which a spawned worker inherits from the driver it was forked
+    from (whose newline count maps the whole data file)."""
     try:
-        import resource
-    except ImportError:  # not on Windows
-        return 0
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def account_shard(shard: dict, state: dict, pass_index: int, first: int) -> dict:
