@@ -19,6 +19,8 @@ NOT_RUN = {
     "pyvw-lite bench --repeat 5": "minutes of timing; tests/test_cli.py runs the bench small",
     "pyvw-lite -d train.vw --oaa 5 --passes 5 --executor dask:tcp://scheduler:8786 "
     "--averaging mean": "needs a running Dask scheduler; tests/test_distributed.py runs one",
+    "pyvw-lite -d train.vw --passes 5 --executor dask:tcp://SCHEDULER:8786 -c -f model.pvw":
+    "the several-machine recipe; tests/test_sharded_learning.py runs it on a LocalCluster",
     "pyvw-lite experiment configs/seed_smem_web.toml --data-root DIR": "the shared smem_web "
     "answers are not bundled; tests/test_workflow.py runs --data-root on its own data",
 }
