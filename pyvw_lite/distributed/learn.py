@@ -564,10 +564,13 @@ class ShardedDriver(Driver):
                 if bar is not None:
                     bar.update(pass_index + 1)
                 learn_args = (options, (ws.weights, ws.state, ws.touched), pass_index, outputs)
+                said: set[str] = set()  # a note every shard makes ("labels are now ...") once
                 for shard, result in zip(handles, results):
                     if pass_index == 0:  # later passes would repeat the same warnings
                         for line in result["log"].splitlines():
-                            ws._log(line)
+                            if line not in said:
+                                said.add(line)
+                                ws._log(line)
                         ws.skipped += result["skipped"]
                     account_result(self.progress, executor, shard, result, learn_args)
                     for (handle, _), text in zip(writers, result["predictions"]):
