@@ -462,3 +462,13 @@ def test_a_dask_cluster_with_the_preload_runs_a_streamed_job(small_files, tmp_pa
     assert code == 0
     assert (tmp_path / "dask.pvw").read_bytes() == (tmp_path / "serial.pvw").read_bytes()
     assert table(err) == table(serial_err)
+
+
+def test_a_note_every_shard_makes_is_printed_once(small_files):
+    """Each shard's learner notes that label K makes the labels 1-indexed; the job says it once,
+    as one process does."""
+    data = small_files[1]
+    out, _, code = run_workspace(["-d", str(data), "--oaa", "3", "--executor", "serial",
+                                  "--shards", "3"])
+    assert code == 0
+    assert out.count("labels are now considered 1-indexed") == 1
