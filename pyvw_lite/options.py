@@ -54,10 +54,11 @@ OPTIONS: tuple[Option, ...] = (
            "Input and output", short="p", metavar="FILE"),
     Option("raw_predictions", STR, None, "write raw (unclipped) scores to FILE",
            "Input and output", short="r", metavar="FILE"),
-    Option("cache", FLAG, False, "use a binary cache, <data>.cache by default", "Input and output",
+    Option("cache", FLAG, False, "use a binary cache, <data>.cache by default (with "
+           "--executor: one per shard, <cache>.shardKofN, streamed)", "Input and output",
            short="c"),
-    Option("cache_file", STR, None, "binary cache file to create or read", "Input and output",
-           metavar="FILE"),
+    Option("cache_file", STR, None, "binary cache file to create or read (with --executor: "
+           "FILE.shardKofN, one per shard)", "Input and output", metavar="FILE"),
     Option("kill_cache", FLAG, False, "rebuild the cache even if it exists", "Input and output",
            short="k"),
     Option("passes", INT, 1, "number of passes over the data (needs a cache)", "Input and output",
