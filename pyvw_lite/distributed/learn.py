@@ -39,9 +39,9 @@ from ..io.progress import LiveBar, ProgressTable, totals, use_live_bar
 from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
-from ..workspace import _prefetch
 from ..learners.gd import G, LATENT_ROWS, MAX_LABEL, MIN_LABEL, N, P_ETA, W
 from ..options import FILES_AND_EXECUTOR, OptionError, Options
+from ..workspace import _prefetch
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
@@ -252,9 +252,8 @@ def cached_batches(shard: dict, workspace, timings: dict):
         chunks = iter(LineChunks(shard["path"], chunk_bytes=STREAM_CHUNK_BYTES,
                                  byte_range=(shard["start"], shard["end"], shard["first_line"])))
     else:
-        chunks = ((np.frombuffer(data, dtype=np.uint8), *split_lines(
-            np.frombuffer(data, dtype=np.uint8), final=True)[:2], first)
-            for data, first in shard["pieces"])
+        chunks = ((buf, *split_lines(buf, final=True)[:2], first) for buf, first in
+                  ((np.frombuffer(data, dtype=np.uint8), first) for data, first in shard["pieces"]))
     writer = cache_io.CacheWriter(shard["cache"], shard["cache_settings"])
     keep_text = workspace.reduction is not None and not workspace.reduction.parse_label_number
     done = False
@@ -319,7 +318,6 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     clock = time.perf_counter()
     changed = np.flatnonzero((workspace.weights != weights).any(axis=1))
     timings["diff"] = time.perf_counter() - clock
-    timings["records"] = 0.0
     return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
             "timings": timings,
             "touched": np.flatnonzero(workspace.touched > touched),
@@ -418,8 +416,8 @@ def pass_timings(pass_index: int, wall: float, after: float, results: list[dict]
     memory = [result["peak_memory"] for result in results]
     return (f"timings: pass {pass_index + 1}: wall {wall + after:.2f} s = shards {wall:.2f} s "
             f"(per shard, slowest/fastest: start {spread('start')}, parse {spread('parse')}, "
-            f"learn {spread('learn')}, changed rows {spread('diff')}, progress records "
-            f"{spread('records')}; shipping and waiting "
+            f"learn {spread('learn')} (progress totals included), changed rows "
+            f"{spread('diff')}; shipping and waiting "
             f"{max(wall - busiest, 0.0):.2f}) + averaging and the table {after:.2f} s; "
             f"workers' peak memory {max(memory) >> 20}/{min(memory) >> 20} MB\n")
 

@@ -198,9 +198,9 @@ class ProgressTable:
 
     @staticmethod
     def _masks(labelled: np.ndarray, holdout: np.ndarray):
-        """(labelled, holdout, train, labelled_train, labelled_holdout, train_weight factor):
-        the masks :meth:`account` and :func:`totals` sum under (one definition, so both sum the
-        same floats)."""
+        """(labelled, holdout, any_holdout, train, labelled_train, labelled_holdout): the masks
+        :meth:`account` and :func:`totals` sum under (one definition, so both sum the same
+        floats)."""
         labelled = np.asarray(labelled, dtype=bool)  # masks below: never integer indices
         holdout = np.asarray(holdout, dtype=bool)
         any_holdout = bool(holdout.any())

@@ -57,7 +57,7 @@ QUANTILE_L2 = 0.05
 # vector updated n times a pass is shrunk n times, so a fixed per-update penalty grows with n
 # where the data's evidence about the vector grows too; the best penalty falls as n̄^-0.6 over
 # eight gen_dyadic sets of 44,000 to 893,000 ratings and n̄ 41 to 225 (docs/dyadic.md: fitted
-# on five, predicted the other three within 0.0007 of their best test MSE).
+# on five, predicted the other three within 0.0006 of their best test MSE).
 L2_SIZE_POWER = 0.6
 
 
