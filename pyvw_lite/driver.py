@@ -292,9 +292,10 @@ class Driver:
         for flag in ("onethread", "preserve_performance_counters", "sort_features"):
             if getattr(o, flag):
                 ws._log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
-        if o.lrqdropout:
-            ws._log("[info] --lrqdropout: the dyadic learner regularises its latent vectors with "
-                    "--dyad_l2 instead of dropout")
+        if o.lrqdropout and (not o.dyad or ws.reduction is not None):
+            ws._log("[info] --lrqdropout drops latent coordinates of binary and regression "
+                    "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
+                                                       if o.dyad else "no effect without --lrq"))
         if o.dyad and (o.adaptive or o.normalized or o.invariant):
             ws._log(UPDATE_FLAG_NOTE)
         self.no_input = o.no_stdin and o.data is None

@@ -177,8 +177,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="K"),
     Option("lrq", LIST, (), "VW's low-rank quadratic: --lrq abK is --dyad ab --rank K "
            "(repeatable, one K)", "Dyadic", metavar="ABK"),
-    Option("lrqdropout", FLAG, False, "accepted for VW scripts: the dyadic learner regularises "
-           "with --dyad_l2, not dropout", "Dyadic"),
+    Option("lrqdropout", FLAG, False, "VW's dropout of latent coordinates: each learned "
+           "example keeps each with probability 1/2, predictions halve the latent term (binary "
+           "and regression --dyad/--lrq)", "Dyadic", keep=True),
     Option("dyad_plain", FLAG, False, "the plain form p = a·b (the default; kept for scripts)",
            "Dyadic", keep=True),
     Option("dyad_shifted", FLAG, False, "SPEC §B's shifted form p = (1+a)·(1+b) - k, with its "

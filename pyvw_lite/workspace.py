@@ -351,6 +351,10 @@ class Workspace:
                               "(SPEC §C); the quantile loss has no h_min here")
         if o.l1 or o.l2:
             self._check_regularization(o)
+        if self.active is not None and o.lrqdropout and o.dyad:
+            raise OptionError("--active's h_min assumes the model it predicts with learns; "
+                              "--lrqdropout learns a random half of it, so they cannot go "
+                              "together")
         if self.active is not None and self.reduction is not None and \
                 self.reduction.name != "sft":  # SPEC §C.3 defines no sampler for --oaa, --ect
             raise OptionError("--active needs a binary learner or --sft (SPEC §C.3 defines no "
@@ -406,6 +410,8 @@ class Workspace:
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
         self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
         self.params[gd.P_DYAD_L2_POWER] = settings["l2_power"] if settings else 0.0
+        # --lrqdropout drops latent coordinates of binary and regression updates (VW's lrq)
+        self.params[gd.P_DYAD_DROPOUT] = bool(settings and settings["dropout"])
         self.params[gd.P_DYAD_COUNT] = 1.0  # off once the data repeats: repeat_pass()
         self.params[gd.P_TAU] = o.quantile_tau
         self.params[gd.P_L1] = o.l1
@@ -865,6 +871,9 @@ class Workspace:
             raise ValueError("h_min is defined for binary learners and --sft")
         if tree and (target != 0.0 or label is not None):
             raise ValueError("under --sft, h_min is the reverting weight: no target or label")
+        if self.params[gd.P_DYAD_DROPOUT]:
+            raise ValueError("h_min assumes the model it predicts with learns; under "
+                             "--lrqdropout an update moves a random half of it")
         batch = self._as_batch(examples)
         rows = self._valid_rows(batch)
         out = np.empty(rows.size)

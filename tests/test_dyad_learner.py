@@ -500,16 +500,16 @@ def test_a_model_saved_before_the_plain_default_keeps_its_shifted_form(tmp_path)
 
 
 def test_vw_lrq_is_the_dyadic_learner_and_its_update_flags_are_accepted(tmp_path):
-    """VW's movielens demo spells --lrq um7 --lrqdropout --adaptive --invariant: the same model
-    as --dyad um --rank 7, with notes for the flags that change nothing here."""
+    """VW's movielens demo spells --lrq um7 --adaptive --invariant: the same model as --dyad um
+    --rank 7, with a note for the flags that change nothing here."""
     from conftest import run_workspace
     data = tmp_path / "r.vw"
     data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
                             for u in range(30) for m in range(0, 40, 3)))
     vw_words, ours = tmp_path / "vw.pvw", tmp_path / "ours.pvw"
-    out, _, code = run_workspace(["-d", str(data), "--lrq", "um7", "--lrqdropout", "--adaptive",
+    out, _, code = run_workspace(["-d", str(data), "--lrq", "um7", "--adaptive",
                                   "--invariant", "-f", str(vw_words)])
-    assert code == 0 and "--lrqdropout" in out and "--adaptive/--normalized/--invariant" in out
+    assert code == 0 and "--adaptive/--normalized/--invariant" in out
     run_workspace(["-d", str(data), "--dyad", "um", "--rank", "7", "-f", str(ours), "--quiet"])
     lines = data.read_text().splitlines()
     a = Workspace(["-i", str(vw_words), "-t", "--quiet"])
@@ -622,3 +622,75 @@ def test_passes_count_the_latent_uses_of_the_first_pass_only(tmp_path):
     save_model(str(tmp_path / "old.pvw"), data_old, __version__)
     old = Workspace(["-i", str(tmp_path / "old.pvw"), "--quiet"])
     assert (old.state[LATENT_ROWS], old.state[LATENT_USES]) == (22, 22 * 60)
+
+
+def test_lrqdropout_steps_along_the_exact_flow_of_the_kept_coordinates():
+    """--lrqdropout (VW's lrq): a learned example keeps each latent coordinate with probability
+    1/2.  The step is the exact flow of the model whose dropped coordinates are removed: the
+    same as the step of a model without dropout whose dropped coordinates are zero, and the
+    dropped coordinates do not move.  Both sides keep the same coordinates."""
+    import copy
+    from pyvw_lite.learners.gd import P_DYAD_DROPOUT
+    flags = "--dyad ab --rank 16 --lrqdropout -b 12 --dyad_rate 0.5 --quiet"
+    ws = Workspace(flags)
+    assert ws.params[P_DYAD_DROPOUT] == 1.0 and ws.dyadic.settings["l2"] == 0.0
+    ws.learn(["1 |a x |b z", "-1 |a y |b w", "0.5 |a x |b w"])  # touch the rows
+    latent = ws._latent_columns
+    kept_counts = []
+    for line in ["1 2 |a x |b z", "-0.5 |a y |b z", "2 0.5 |a x y |b w"]:
+        before = copy.deepcopy(ws)
+        ws.learn([line])
+        rows = np.flatnonzero(np.any(ws.weights[:, latent] != before.weights[:, latent], axis=1))
+        moved = ws.weights[np.ix_(rows, latent)] != before.weights[np.ix_(rows, latent)]
+        assert rows.size >= 2 and (moved == moved[0]).all()  # one mask for every vector
+        kept = np.asarray(latent)[moved[0]]
+        dropped = np.asarray(latent)[~moved[0]]
+        kept_counts.append(kept.size)
+        reference = copy.deepcopy(before)
+        reference.params[P_DYAD_DROPOUT] = 0.0
+        reference.weights[np.ix_(rows, dropped)] = 0.0
+        reference.learn([line])
+        np.testing.assert_allclose(ws.weights[np.ix_(rows, kept)],
+                                   reference.weights[np.ix_(rows, kept)], rtol=1e-6, atol=1e-9)
+        linear = [c for c in range(ws.weights.shape[1]) if c not in latent]
+        np.testing.assert_allclose(ws.weights[:, linear], reference.weights[:, linear],
+                                   rtol=1e-6, atol=1e-9)
+    assert all(2 <= k <= 14 for k in kept_counts) and len(set(kept_counts)) > 1
+
+
+def test_lrqdropout_models_predict_with_half_the_latent_term(tmp_path):
+    """A model trained with --lrqdropout keeps the flag and predicts with its linear part plus
+    half its latent term (VW's 0.5 at test time: the expected term over the kept halves); the
+    same run repeats exactly (the masks are seeded)."""
+    from pyvw_lite.learners.gd import P_DYAD_DROPOUT
+    lines = [f"{1 + (u * m) % 5} |u u{u} |m m{m}" for u in range(20) for m in range(0, 30, 3)]
+    ws, again = (Workspace("--lrq um4 --lrqdropout --dyad_rate 0.5 --quiet") for _ in range(2))
+    ws.learn(lines)
+    again.learn(lines)
+    np.testing.assert_array_equal(ws.weights, again.weights)
+    ws.save(str(tmp_path / "d.pvw"))
+    loaded = Workspace(["-i", str(tmp_path / "d.pvw"), "-t", "--quiet"])
+    assert loaded.params[P_DYAD_DROPOUT] == 1.0
+    dropout = loaded.predict(lines)
+    loaded.params[P_DYAD_DROPOUT] = 0.0
+    full = loaded.predict(lines)
+    loaded.weights[:, loaded._latent_columns] = 0.0
+    linear = loaded.predict(lines)
+    assert np.abs(full - linear).max() > 0.05  # the latent term learned something
+    np.testing.assert_allclose(dropout, linear + 0.5 * (full - linear), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("flags,message", [
+    ("--dyad um --lrqdropout --dyad_shifted", "plain form"),
+    ("--dyad um --lrqdropout --active", "cannot go together")])
+def test_lrqdropout_refuses_what_it_cannot_serve(flags, message):
+    with pytest.raises(OptionError, match=message):
+        Workspace(flags + " --quiet")
+
+
+def test_lrqdropout_under_a_multiclass_reduction_keeps_the_latent_penalty():
+    """Dropout is built for binary and regression updates; under --oaa/--sft the flag leaves the
+    model as without it (the default --dyad_l2), and the run says so."""
+    from pyvw_lite.learners.gd import P_DYAD_DROPOUT, P_DYAD_L2
+    ws = Workspace("--sft 3 --dyad rt --lrqdropout --quiet")
+    assert ws.params[P_DYAD_DROPOUT] == 0.0 and ws.params[P_DYAD_L2] == 0.15

@@ -25,7 +25,8 @@ from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hing
                                hmin_dyadic, increments, quantile_step, query, request,
                                returned_label, series_scratch, solve_flow)
 from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, N, NORM_BASE,
-                           P_DYAD_ADAPTIVE, P_DYAD_COUNT, P_DYAD_L2, P_DYAD_L2_POWER,
+                           P_DYAD_ADAPTIVE, P_DYAD_COUNT, P_DYAD_DROPOUT, P_DYAD_L2,
+                           P_DYAD_L2_POWER,
                            P_DYAD_POWER_T, P_DYAD_SEED, P_ETA, P_L2, P_LATENT_RATE, P_LOSS,
                            P_NORMALIZED, P_ODE_SOLVER, P_TAU, P_TRAINING, T_SUM, W, X2_MAX,
                            _decay, _namespace_range, predict_flat, prefetch_example)
@@ -94,6 +95,9 @@ def dyad_settings(options: Options) -> dict:
     if options.dyad_plain and options.dyad_shifted:
         raise OptionError("--dyad_plain and --dyad_shifted name two forms; give one")
     shifted = bool(options.dyad_shifted)
+    # --lrqdropout drops coordinates of binary and regression updates; then it is the latent
+    # penalty, as in VW (with the default one as well the latent part stayed near zero)
+    dropout = bool(options.lrqdropout) and not (options.oaa or options.ect or options.sft)
     if options.dyad_rate is not None:
         rate = options.dyad_rate
     elif options.dyad_plain_rate:
@@ -104,12 +108,16 @@ def dyad_settings(options: Options) -> dict:
                   noise=options.dyad_noise if options.dyad_noise is not None
                   else (0.01 if shifted else 0.1),
                   l2=options.dyad_l2 if options.dyad_l2 is not None else (
-                      0.0 if shifted else QUANTILE_L2 if options.loss_function == "quantile"
-                      else 0.15),
+                      0.0 if shifted or dropout
+                      else QUANTILE_L2 if options.loss_function == "quantile" else 0.15),
                   power_t=options.dyad_power_t if options.dyad_power_t is not None
                   else (options.power_t if shifted else 0.0))
     # a given --dyad_l2 is the penalty itself; the default one follows the uses per row
     chosen["l2_power"] = L2_SIZE_POWER if options.dyad_l2 is None and not shifted else 0.0
+    chosen["dropout"] = dropout
+    if dropout and shifted:
+        raise OptionError("--lrqdropout drops latent coordinates of the plain form p = a·b; "
+                          "it cannot go with --dyad_shifted")
     for name, low in (("rate", 0.0), ("noise", 0.0), ("l2", 0.0), ("power_t", 0.0)):
         value = chosen[name]
         if not (low <= value < math.inf) or (name == "rate" and value <= 0.0):
@@ -354,6 +362,52 @@ def symmetry_noise(rows: np.ndarray, rank: int, noise: float, seed: int = DYAD_S
     return noise * u.reshape(rows.size, rank)
 
 
+# VW's --lrqdropout keeps each latent coordinate of a learned example with probability 1/2 and
+# predicts with the latent term halved (lrq.cc: `scale = 0.5` outside training).  The coordinates
+# kept are bits of murmur3 of the schedule time (the importance seen so far) under this salt and
+# --dyad_seed: seeded, so a run repeats exactly, and different in every pass.
+DROPOUT_SALT = 0x6C727164  # "lrqd"
+DROPOUT_SCALE = 0.5
+
+
+@kernel(inline="always")
+def latent_sum(a, b, rows, first_row, rank):
+    """``Σ ã·b̃`` over ``rows`` rows of ``a``, ``b`` from ``first_row`` (the plain form's latent
+    term of one class)."""
+    total = 0.0
+    for row in range(first_row, first_row + rows):
+        for q in range(rank):
+            total += a[row, q] * b[row, q]
+    return total
+
+
+@kernel(inline="always")
+def drop_coordinates(weights, slots, values, first, last, feat_hash, feat_value, ranges, sides,
+                     known, n_sides, rank, mask, a, b, key, seed):
+    """``--lrqdropout``: zero the dropped coordinates of every pair's ``ã``, ``b̃`` and take
+    their products out of the sides' scores ``known`` (scoring a side first where it is NaN).
+
+    The flow then moves only the kept coordinates: a dropped one has ``ã_q = b̃_q = 0``, so its
+    increments (:func:`increments`) are zero, and the step is the exact flow of the model with
+    those coordinates removed, as VW's step sees the example without them."""
+    n_pairs = ranges.shape[0]
+    for side in range(n_sides):
+        block = sides[side, 1]
+        if np.isnan(known[side]):
+            known[side] = rescore(weights, slots, values, first, last, feat_hash, feat_value,
+                                  ranges, sides[side, 0], rank, 0.0, mask, 0.0, a, b, block)
+        bits = 0
+        for q in range(rank):
+            if q % 32 == 0:
+                bits = murmur3_u32((key + (q // 32) * 0x9E3779B9) & 0xFFFFFFFF, seed)
+            if (bits >> (q % 32)) & 1 == 0:
+                for m in range(n_pairs):
+                    row = block * n_pairs + m
+                    known[side] -= a[row, q] * b[row, q]
+                    a[row, q] = 0.0
+                    b[row, q] = 0.0
+
+
 @kernel(inline="always")
 def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_value, ranges,
                 sides, known, n_sides, rank, shift, noise, mask, params, label, initial, eta,
@@ -406,6 +460,10 @@ def flow_update(weights, touched, slots, values, first, last, feat_hash, feat_va
                         state[LATENT_ROWS] += 1.0
                     if counting:
                         state[LATENT_USES] += importance
+    if params[P_DYAD_DROPOUT] != 0.0:
+        drop_coordinates(weights, slots, values, first, last, feat_hash, feat_value, ranges, sides,
+                         known, n_sides, rank, mask, a, b, np.int64(state[T_SUM] * 4096.0),
+                         (seed ^ DROPOUT_SALT) & 0xFFFFFFFF)
     p, X = match_statistics(weights, slots, values, first, last, feat_hash, feat_value, ranges,
                             sides, known, n_sides, rank, shift, mask, initial, a, b, U, V, r, ca,
                             cb)
@@ -580,6 +638,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
+    dropout = params[P_DYAD_DROPOUT] != 0.0
     a, b, ranges, sides, known, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
@@ -589,6 +648,8 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         known[0] = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                feat_value, ranges, 0, rank, shift, mask, 0.0, a, b, 0)
         p0 = initials[e] + known[0]
+        if dropout:  # the expected latent term of a model trained with half its coordinates
+            p0 -= (1.0 - DROPOUT_SCALE) * latent_sum(a, b, ranges.shape[0], 0, rank)
         out_pred[e] = p0
         label = labels[e]
         importance = importances[e]
