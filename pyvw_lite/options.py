@@ -196,8 +196,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("dyad_l2", FLOAT, None, "L2 penalty on latent vectors: each update shrinks the "
            "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step "
            "(default 0.15, 0.05 with --loss_function quantile, each times (n/60)^-0.6 for n "
-           "uses per latent row in the first pass; a given value is used as is; shifted form "
-           "0)", "Dyadic",
+           "uses per latent row in the first pass; a given value is used as is; 0 with "
+           "--lrqdropout and in the shifted form)", "Dyadic",
            keep=True, metavar="L2"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),
