@@ -26,7 +26,7 @@ from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hing
                                returned_label, series_scratch, solve_flow)
 from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, N, NORM_BASE,
                            P_DYAD_ADAPTIVE, P_DYAD_COUNT, P_DYAD_DROPOUT, P_DYAD_L2,
-                           P_DYAD_L2_POWER,
+                           P_DYAD_L2_POWER, P_FIXED_RANGE, MIN_LABEL, MAX_LABEL,
                            P_DYAD_POWER_T, P_DYAD_SEED, P_ETA, P_L2, P_LATENT_RATE, P_LOSS,
                            P_NORMALIZED, P_ODE_SOLVER, P_TAU, P_TRAINING, T_SUM, W, X2_MAX,
                            _decay, _namespace_range, predict_flat, prefetch_example)
@@ -639,6 +639,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
     training = params[P_TRAINING] != 0.0
     loss = np.int64(params[P_LOSS])
     dropout = params[P_DYAD_DROPOUT] != 0.0
+    fixed_range = params[P_FIXED_RANGE] != 0.0
     a, b, ranges, sides, known, work = buffers
     caps = 0
     for e in range(rows.shape[0]):
@@ -647,12 +648,19 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
         namespace_ranges(ex_int, seg, rows[e], pairs, ignore, ranges)
         known[0] = class_score(weights, slots, values, starts[e], starts[e + 1], feat_hash,
                                feat_value, ranges, 0, rank, shift, mask, 0.0, a, b, 0)
+        label = labels[e]
+        importance = importances[e]
+        # as the linear learner (and VW): the clip range widens with the labels learned from
+        if training and labelled[e] and holdout[e] == 0 and not fixed_range:
+            if label < state[MIN_LABEL]:
+                state[MIN_LABEL] = label
+            if label > state[MAX_LABEL]:
+                state[MAX_LABEL] = label
         p0 = initials[e] + known[0]
         if dropout:  # the expected latent term of a model trained with half its coordinates
             p0 -= (1.0 - DROPOUT_SCALE) * latent_sum(a, b, ranges.shape[0], 0, rank)
+        p0 = min(max(p0, state[MIN_LABEL]), state[MAX_LABEL])
         out_pred[e] = p0
-        label = labels[e]
-        importance = importances[e]
         value, _, _ = loss_terms(loss, p0, label, params[P_TAU])
         out_loss[e] = value * importance if labelled[e] else 0.0
         if active == REQUEST and not labelled[e] and importance > 0.0:  # under -t too (VW)
@@ -678,7 +686,7 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                                 feat_hash, feat_value, ranges, sides, known, 1, rank, shift,
                                 noise, mask, params, label, initials[e], eta, importance, rtol,
                                 atol, a, b, work,
-                                -np.inf, np.inf,  # binary/regression: unclipped, SPEC §B's flow
+                                state[MIN_LABEL], state[MAX_LABEL],  # from the clipped p
                                 state, normalizer(params, 0))
         caps += capped
     return caps
