@@ -6,11 +6,15 @@ For every pair of namespace letters ``(L, R)`` each feature ``f`` owns a latent 
 
     p = Σ_pairs (ã·b̃ − σk) + Σ_j x_j W_j,   ã = σ1 + Σ_{f∈L} x_f V_f,   b̃ = σ1 + Σ_{g∈R} x_g V_g
 
-(``σ = 1``, or 0 with ``--dyad_plain``).  An update moves every parameter along the exact
-gradient flow of ``p`` (closed form in the flow coordinate ``s``): hinge and quantile in closed
-form, logistic and squared by the one-dimensional RK4 of ``learners.dyadic``.  The learning rate is
-the plain schedule ``η0·t0^ρ·(t0 + t)^-ρ`` (SPEC erratum 1).  On a latent vector's first update a
-small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8).
+(``σ = 0`` in the plain form, the default; 1 in SPEC §B's shifted form, ``--dyad_shifted``).  An
+update moves every parameter along the exact gradient flow of ``p`` (closed form in the flow
+coordinate ``s``): hinge and quantile in closed form, logistic and squared by the
+one-dimensional ODE of ``learners.dyadic``.  The latent rate is ``-l × --dyad_rate`` (constant
+by default, :func:`latent_eta`), the linear terms take VW's adaptive normalized rates, and a
+proximal L2 step sized by the data follows (:func:`sized_l2`).  On a latent vector's first
+update a small seeded perturbation breaks the symmetry of the all-zero start (SPEC §B.8).
+``--lrqdropout`` drops half the latent coordinates of each step, as VW's ``lrq``
+(:func:`drop_coordinates`).  Choices and measurements: docs/dyadic.md.
 """
 from __future__ import annotations
 
@@ -24,10 +28,10 @@ from ..jit import kernel, prefetch_row
 from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, quantile_step, query, request,
                                returned_label, series_scratch, solve_flow)
-from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, N, NORM_BASE,
-                           P_DYAD_ADAPTIVE, P_DYAD_COUNT, P_DYAD_DROPOUT, P_DYAD_L2,
-                           P_DYAD_L2_POWER, P_FIXED_RANGE, MIN_LABEL, MAX_LABEL,
-                           P_DYAD_POWER_T, P_DYAD_SEED, P_ETA, P_L2, P_LATENT_RATE, P_LOSS,
+from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, MAX_LABEL,
+                           MIN_LABEL, N, NORM_BASE, P_DYAD_ADAPTIVE, P_DYAD_COUNT,
+                           P_DYAD_DROPOUT, P_DYAD_L2, P_DYAD_L2_POWER, P_DYAD_POWER_T,
+                           P_DYAD_SEED, P_ETA, P_FIXED_RANGE, P_L2, P_LATENT_RATE, P_LOSS,
                            P_NORMALIZED, P_ODE_SOLVER, P_TAU, P_TRAINING, T_SUM, W, X2_MAX,
                            _decay, _namespace_range, predict_flat, prefetch_example)
 from ..learners.losses import HINGE, QUANTILE, loss_terms
@@ -633,6 +637,11 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                     noise, weights, touched, state, params, mask, rtol, atol, out_pred,
                     out_loss, active, sampler, uniforms, mellowness, requests, buffers):
     """Predict and learn each example with the binary dyadic model; returns ODE cap hits.
+
+    A prediction is clipped to the range of the labels learned from, as the linear learner's
+    (and VW's), and a step starts from the clipped prediction; under ``--lrqdropout`` it carries
+    half the latent term, and a step drops half the latent coordinates
+    (:func:`drop_coordinates`).
 
     With ``active`` an example is learned only if the sampler queries it (SPEC §C.4), then with
     importance ``h/P``; its reverting weight is the dyadic ``h_min`` at the rate it would get."""
