@@ -695,6 +695,16 @@ def hmin_examples(starts, slots, values, initials, targets, labels, weights, sta
 
 
 @kernel(inline="always")
+def widen_range(state, label):
+    """VW clips predictions to the range of the labels learned from so far: widen it by
+    ``label`` (binary sub-problems of the multiclass reductions see ±1)."""
+    if label < state[MIN_LABEL]:
+        state[MIN_LABEL] = label
+    if label > state[MAX_LABEL]:
+        state[MAX_LABEL] = label
+
+
+@kernel(inline="always")
 def _score_example(e, starts, slots, values, labels, initials, labelled, holdout, weights, state,
                    params, mask, out_pred, out_raw, training, fixed_range, regularized):
     """Example ``e``'s clipped prediction into ``out_pred`` (raw score into ``out_raw``), after
@@ -708,10 +718,7 @@ def _score_example(e, starts, slots, values, labels, initials, labelled, holdout
     # VW widens the clip range from the labels it learns from, not from a -t or holdout
     # example's label (which would leak into its own prediction)
     if labelled[e] and training and holdout[e] == 0 and not fixed_range:
-        if label < state[MIN_LABEL]:
-            state[MIN_LABEL] = label
-        if label > state[MAX_LABEL]:
-            state[MAX_LABEL] = label
+        widen_range(state, label)
     if regularized:
         raw = regularized_predict(weights, slots, values, first, last, mask, initials[e], params)
     else:

@@ -12,10 +12,11 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
-                           P_TAU, P_TRAINING, _learn_flat, predict_flat, prefetch_example)
+                           P_TAU, P_TRAINING, _learn_flat, predict_flat, prefetch_example,
+                           widen_range)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
-from .multiclass import TreeReduction, requested, starts_training, widen_range
+from .multiclass import TreeReduction, requested, starts_training
 
 
 @kernel

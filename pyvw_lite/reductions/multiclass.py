@@ -15,8 +15,8 @@ import numpy as np
 
 from ..io.vw_text import LAB_END, LAB_START, LABEL, NLABEL, ParsedBatch
 from ..jit import kernel
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
-                           P_ODE_SOLVER, P_TRAINING, T_SUM, class_scores, prefetch_example)
+from ..learners.gd import (P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS, P_ODE_SOLVER, P_TRAINING,
+                           T_SUM, class_scores, prefetch_example)
 from ..options import OptionError, Options
 
 UNLABELLED = -1
@@ -75,15 +75,6 @@ def starts_training(training, truth, held_out, importance, state):
         return False
     state[T_SUM] += importance
     return True
-
-
-@kernel(inline="always")
-def widen_range(state, label):
-    """VW clips predictions to the labels seen so far; binary sub-problems see ±1."""
-    if label < state[MIN_LABEL]:
-        state[MIN_LABEL] = label
-    if label > state[MAX_LABEL]:
-        state[MAX_LABEL] = label
 
 
 def requested(options: Options, *names: str) -> bool:

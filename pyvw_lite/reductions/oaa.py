@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, P_TAU, T_SUM, _learn_flat
+from ..learners.gd import MAX_LABEL, MIN_LABEL, P_TAU, T_SUM, _learn_flat, widen_range
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
                    score_dyadic_example)
 from .multiclass import (MulticlassReduction, class_buffers, class_loop_settings,
-                         predicted_class, requested, score_example, starts_training,
-                         widen_range)
+                         predicted_class, requested, score_example, starts_training)
 
 
 @kernel(_nrt=False)

@@ -22,13 +22,13 @@ from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, hmin_linear, query, request,
                                 returned_label)
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, P_TAU, T_SUM, _learn_flat, match_sensitivity,
-                           predict_flat)
+                           predict_flat, widen_range)
 from ..learners.losses import HINGE, loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (class_score, classes_share_rows, flow_update, latent_eta,
                    match_reverting_weight, normalizer, score_dyadic_example)
 from .multiclass import (TreeReduction, class_buffers, class_loop_settings, predicted_class,
-                         requested, score_example, starts_training, widen_range)
+                         requested, score_example, starts_training)
 
 
 @kernel(inline="always")
