@@ -132,7 +132,7 @@ class Driver:
         cache = o.cache_file if o.data in (None, "-") else self._cache_path()
         per_pass = [("--save_per_pass", f"{o.final_regressor}.{k + 1}")
                     for k in range(o.passes)] if o.save_per_pass and o.final_regressor else []
-        check_paths([("-d", o.data), ("-i", o.initial_regressor)],
+        check_paths([("-d", o.data or "-"), ("-i", o.initial_regressor)],
                     [("-f", o.final_regressor), ("-p", o.predictions),
                      ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
                      ("--invert_hash", o.invert_hash), ("--cache_file", cache)] + per_pass,

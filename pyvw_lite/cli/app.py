@@ -406,7 +406,7 @@ def plot(
 
     def action():
         _check_output("-o", output)
-        check_paths([("run", run) for run in runs if run != "-"], [("-o", output)])
+        check_paths([("run", run) for run in runs], [("-o", output)])
         curves = [read_progress("stdin", sys.stdin.read()) if run == "-" else read_progress(run)
                   for run in runs]
         plot_progress(curves, output, since=since, title=title)

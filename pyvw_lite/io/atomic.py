@@ -55,6 +55,32 @@ def _identity(path: str):
     return ("file", status.st_dev, status.st_ino)
 
 
+def _named_descriptor(path: str, role: str) -> int | None:
+    """The descriptor a path stands for: ``-`` is standard input for an input and standard
+    output for an output; ``/dev/stdin``, ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` and
+    ``/proc/self/fd/N`` name theirs.  None for any other path."""
+    if path == "-":
+        return 0 if role == "input" else 1
+    if os.path.abspath(path) == "/dev/stdin":
+        return 0
+    return _inherited_descriptor(path)
+
+
+def _special_identity(path: str, role: str):
+    """The regular file behind a descriptor or device path (``-d - < d.vw``, ``/dev/fd/3``,
+    ``/proc/self/fd/0``), told by ``fstat``/``stat``: its device and inode.  None for what is
+    no regular file (a pipe, a terminal, ``/dev/null``): those may repeat, and a pipe cannot
+    be traced to the file its writer reads (``cat d.vw | pyvw-lite -p d.vw``)."""
+    descriptor = _named_descriptor(path, role)
+    try:
+        status = os.fstat(descriptor) if descriptor is not None else os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return ("file", status.st_dev, status.st_ino)
+
+
 def _refuse_unwritable(flag: str, path: str) -> None:
     """An output whose directory is missing or read-only fails now, not after the whole run
     has been spent on it."""
@@ -72,8 +98,9 @@ def check_paths(inputs, outputs, reusable: tuple[str, ...] = (),
     or write two outputs to one file.  An existing output whose flag is in ``reusable`` (a
     cache, read when current) is not checked for writability.
 
-    ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  ``-`` and special
-    files (``/dev/stdout``, ``/dev/null``, pipes) may repeat.  ``may_replace`` holds the
+    ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  An input or
+    output named by a descriptor (``-``, ``/dev/stdin``, ``/dev/fd/N``, ``/proc/self/fd/N``)
+    stands for the regular file open there, if any; pipes, terminals and devices may repeat.  ``may_replace`` holds the
     ``(output flag, input flag)`` pairs that may name one file: a model read with ``-i`` and
     saved with ``-f`` is read whole before the run, and the atomic write replaces it only at
     the end (VW's way of continuing a model).  Every other output over any input is refused."""
@@ -82,11 +109,23 @@ def check_paths(inputs, outputs, reusable: tuple[str, ...] = (),
         for flag, path in pairs:
             if role == "output" and path and os.path.isdir(path):
                 raise ValueError(f"{flag} {path} is a directory, not a file")
-            if not path or path == "-" or _is_special(path):
+            if not path:
                 continue
-            if role == "output" and not (flag in reusable and os.path.isfile(path)):
-                _refuse_unwritable(flag, path)
-            key = _identity(path)
+            if path == "-" or _is_special(path):
+                # a descriptor or device: the file behind it, when it is one, counts as an
+                # input, and an output through one may not reach an input
+                key = _special_identity(path, role)
+                if key is None:
+                    continue
+                if role == "output":
+                    if key in seen and seen[key][1] == "input":
+                        raise ValueError(f"{flag} {path} is the {seen[key][0]} file: the run "
+                                         "would write over its input")
+                    continue
+            else:
+                if role == "output" and not (flag in reusable and os.path.isfile(path)):
+                    _refuse_unwritable(flag, path)
+                key = _identity(path)
             if key in seen:
                 first_flag, first_role = seen[key]
                 if role == "input":
