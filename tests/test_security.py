@@ -806,3 +806,31 @@ def test_a_redirected_input_is_refused_from_a_real_shell(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pyvw_lite", "-d", "-", "-p", str(out),
                            "--quiet"], input=LINES, capture_output=True, text=True)
     assert done.returncode == 0 and len(out.read_text().splitlines()) == 60
+
+
+# ---------------------------------------------------------------------- out of memory
+@pytest.mark.parametrize("argv,target", [
+    (["split", "{data}", "--train", "{out}", "--test", "{out2}"], "pyvw_lite.workflow.split.split_file"),
+    (["evaluate", "-p", "{data}", "-d", "{data}"], "pyvw_lite.workflow.evaluate.evaluate_predictions"),
+    (["convert", "{answers}", "-o", "{out}"], "pyvw_lite.workflow.convert.crowd_to_vw"),
+    (["crowd", "{answers}", "--batch", "-p", "{out}"], "pyvw_lite.io.crowd_input.read_table"),
+    (["crowd", "{answers}", "-p", "{out}"], "pyvw_lite.io.crowd_input.read_table"),
+])
+def test_every_command_turns_out_of_memory_into_one_line(tmp_path, argv, target, monkeypatch,
+                                                         capsys):
+    """Issue 37 item 9: a MemoryError outside the VW command was a traceback."""
+    import importlib
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\nt1,w1,a\nt2,w1,b\n")
+    module, name = target.rsplit(".", 1)
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Unable to allocate 3.00 GiB for an array")
+
+    monkeypatch.setattr(importlib.import_module(module), name, exhausted)
+    paths = {"data": data, "answers": answers, "out": tmp_path / "o", "out2": tmp_path / "o2"}
+    assert main([token.format(**paths) for token in argv]) == 1
+    err = capsys.readouterr().err
+    assert err == "pyvw-lite: error: out of memory (Unable to allocate 3.00 GiB for an array)\n"

@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(argv)
     except BrokenPipeError:
         return _reader_went_away()
+    except MemoryError as exc:  # any command: one line, never a traceback
+        return _fail(f"out of memory ({exc or 'an allocation failed'})")
     if "pyvw_lite.jit" in sys.modules:  # kernels were used: say how long compiling took
         sys.modules["pyvw_lite.jit"].report_compile()
     return code
