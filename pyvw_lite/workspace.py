@@ -128,8 +128,11 @@ def _stored_kept(path: str, kept) -> dict:
     return checked
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _number(value, infinite: bool = False) -> bool:
+    """An int or float, finite unless ``infinite``, never NaN: a NaN or infinite rate or sum
+    loads a model that never learns."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and not math.isnan(value) and (infinite or math.isfinite(value))
 
 
 def _check_learner_model(path: str, model: ModelData) -> None:
@@ -141,7 +144,10 @@ def _check_learner_model(path: str, model: ModelData) -> None:
                                           and not isinstance(state[name], bool)
                                           and 0 <= state[name] <= 1 << 16)]
     learner = state.get("learner")
-    if not isinstance(learner, list) or not all(_number(v) for v in learner):
+    unbounded = (gd.MIN_LABEL, gd.MAX_LABEL)  # the label range starts at --min/max_prediction
+    if not isinstance(learner, list) or not all(
+            _number(v) or i in unbounded and _number(v, infinite=True)
+            for i, v in enumerate(learner)):
         problems.append("learner")
     if not isinstance(state.get("stride"), int):
         problems.append("stride")
@@ -164,8 +170,13 @@ def _check_learner_model(path: str, model: ModelData) -> None:
             or rows is not None and values.shape[0] != rows.shape[0] \
             or values.shape[1] < 1 + int(state.get("latent_columns", 0) or 0):
         problems.append("values")
-    if rows is not None and rows.size and rows.dtype.kind == "i" and rows.min() < 0:
+    # checked as the stored integers, before any cast: a uint64 index of 2^63 or more wraps
+    # to a negative int64, which would pass a bound check and index from the top
+    if rows is not None and rows.size and rows.dtype.kind in "iu" \
+            and not 0 <= int(rows.min()) <= int(rows.max()) < 1 << 32:
         problems.append("rows")
+    if values is not None and values.dtype.kind == "f" and not np.isfinite(values).all():
+        problems.append("values")
     if "touched" in arrays and (arrays["touched"].ndim != 1 or arrays["touched"].dtype != np.uint8):
         problems.append("touched")
     if problems:

@@ -834,3 +834,65 @@ def test_every_command_turns_out_of_memory_into_one_line(tmp_path, argv, target,
     assert main([token.format(**paths) for token in argv]) == 1
     err = capsys.readouterr().err
     assert err == "pyvw-lite: error: out of memory (Unable to allocate 3.00 GiB for an array)\n"
+
+
+# ------------------------------------------------------------------- non-finite model fields
+def _signed_text(header_text: str, payload: bytes) -> bytes:
+    body = MAGIC + struct.pack("<I", len(header_text)) + header_text.encode() + payload
+    return body + hashlib.sha256(body).digest()
+
+
+@pytest.mark.parametrize("edit", ["power_t", "learner", "values", "sampler"])
+def test_a_model_with_a_nan_is_refused(small_model, tmp_path, edit, capsys):
+    """Issue 37 item 10: `"power_t": NaN` (JSON's NaN literal) or a learner state of NaN loaded
+    and never learned."""
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    if edit == "values":  # the weights themselves: one float32 NaN in the payload
+        entry = next(e for e in header["arrays"] if e["name"] == "values")
+        payload = bytearray(payload)
+        payload[entry["offset"]:entry["offset"] + 4] = np.float32("nan").tobytes()
+        payload = bytes(payload)
+    elif edit == "learner":
+        header["state"]["learner"] = [float("nan")] * len(header["state"]["learner"])
+    else:
+        header["state"][edit] = float("nan") if edit == "power_t" else [float("nan")]
+    hostile = tmp_path / "nan.pvw"
+    hostile.write_bytes(_signed_text(json.dumps(header), payload))  # json writes NaN literals
+    assert main(["-d", str(data), "-i", str(hostile), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(hostile) in err and "malformed model" in err, err
+
+
+def test_an_unbounded_label_range_still_loads(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    model = tmp_path / "m.pvw"
+    assert main(["-d", str(data), "--min_prediction", "-inf", "--max_prediction", "inf",
+                 "-f", str(model), "--quiet"]) == 0
+    assert main(["-d", str(data), "-t", "-i", str(model), "--quiet"]) == 0
+
+
+def test_a_uint64_row_index_beyond_int64_is_refused(small_model, tmp_path, capsys):
+    """Issue 37 item 12: rows of 2^63 and more wrapped to negative int64 after the cast, passed
+    `rows.max() > mask` and landed in the top rows."""
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    entries = {e["name"]: e for e in header["arrays"]}
+    rows = np.frombuffer(payload, "<u4", count=entries["rows"]["shape"][0],
+                         offset=entries["rows"]["offset"]).astype("<u8")
+    rows[0] = (1 << 64) - 1  # -1 as int64
+    arrays, chunks, offset = [], [], 0
+    for e in header["arrays"]:
+        raw = rows.tobytes() if e["name"] == "rows" else \
+            payload[e["offset"]:e["offset"] + e["nbytes"]]
+        arrays.append(dict(e, offset=offset, nbytes=len(raw),
+                           dtype="<u8" if e["name"] == "rows" else e["dtype"]))
+        chunks.append(raw)
+        offset += len(raw)
+    header["arrays"], header["payload_bytes"] = arrays, offset
+    hostile = tmp_path / "wrap.pvw"
+    hostile.write_bytes(signed_model(header, b"".join(chunks)))
+    assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "malformed model (rows not as a model writes them)" in err and "Traceback" not in err

@@ -120,6 +120,18 @@ def _checked_header(path: str, header) -> dict[str, Any]:
     return header
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_nan(name: str) -> float:
+    """JSON's ``NaN`` (Python reads it; no model holds one) is refused; ``Infinity`` is read
+    (an unbounded label range is one), and each loader says where it may stand."""
+    if name == "NaN":
+        raise _NonFinite(name)
+    return float(name.replace("Infinity", "inf"))
+
+
 def _split(path: str, data: bytes) -> tuple[dict[str, Any], bytes]:
     """The checked header and the payload of a whole model file's bytes."""
     if data[:len(MAGIC)] != MAGIC:
@@ -136,7 +148,11 @@ def _split(path: str, data: bytes) -> tuple[dict[str, Any], bytes]:
     if size > _MAX_HEADER or start + size > len(data):
         raise ModelError(f"{path}: truncated model file (header cut short)")
     try:
-        header = json.loads(data[start:start + size].decode("utf-8"))
+        header = json.loads(data[start:start + size].decode("utf-8"),
+                            parse_constant=_no_nan)
+    except _NonFinite as exc:
+        raise ModelError(f"{path}: malformed model (NaN in the header: no number a model holds "
+                         "is NaN)") from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise _corrupt(path, "header is not valid") from None
     header = _checked_header(path, header)
