@@ -896,3 +896,32 @@ def test_a_uint64_row_index_beyond_int64_is_refused(small_model, tmp_path, capsy
     assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "malformed model (rows not as a model writes them)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("field,value", [("label", "nan"), ("label", "inf"),
+                                         ("weight", "-1"), ("value", "nan")])
+def test_a_forged_cache_holds_only_what_text_can(tmp_path, field, value, capsys):
+    """Issue 37 item 11: a cache with a NaN label (its CRC recomputed) was read: weighted label
+    sum = nan, best constant = nan.  Examples read from a cache pass the checks of text."""
+    import zlib
+    from pyvw_lite.io.cache import CacheReader
+    lines = "".join(f"{i % 2} {1 + i % 3} |a x{i % 7}:{1 + i % 4} y{i % 5}\n" for i in range(40))
+    data, cache = _cache_of(tmp_path, lines)
+    raw = bytearray(cache.read_bytes())
+    reader = CacheReader(str(cache))
+    start = reader._data_start
+    reader.close()
+    head = struct.Struct("<5q")
+    n, n_seg, n_feat, flags, size = head.unpack_from(raw, start)
+    body_at = start + head.size
+    # body: label f4[n], nlabel u1[n], weight f4[n] (some importance is not 1), ...; feature
+    # values are the last f4[n_feat] before the tag/label spans (none here)
+    at = {"label": body_at, "weight": body_at + 5 * n,
+          "value": body_at + size - 4 * n_feat}[field]
+    struct.pack_into("<f", raw, at, float(value))
+    crc = zlib.crc32(bytes(raw[body_at:body_at + size]), zlib.crc32(bytes(raw[start:body_at])))
+    struct.pack_into("<I", raw, body_at + size, crc)
+    cache.write_bytes(bytes(raw))
+    assert main(["-d", str(data), "--cache_file", str(cache), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{cache}: damaged cache (block 1)" in err and "Traceback" not in err, err

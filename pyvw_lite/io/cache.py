@@ -307,6 +307,11 @@ class CacheReader:
             else np.ones(n_feat, np.float32)
         if int(nseg.sum()) != n_seg or int(nfeat.sum()) != n_feat:
             raise ValueError("counts disagree")
+        # what a text line must pass to be cached: a forged block (its CRC recomputed) holds
+        # no example the parser would not have given
+        if not (np.isfinite(ex_float).all() and np.isfinite(feat_value).all()
+                and (ex_float[:, WEIGHT] >= 0.0).all() and (nlabel <= 3).all()):
+            raise ValueError("a label, weight or value no text example has")
         seg = np.empty((n_seg, SEG_COLUMNS), dtype=np.int32)
         seg[:, SEG_BYTE] = seg_byte
         seg[:, SEG_NAME_START] = -1
