@@ -925,3 +925,57 @@ def test_a_forged_cache_holds_only_what_text_can(tmp_path, field, value, capsys)
     assert main(["-d", str(data), "--cache_file", str(cache), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert f"{cache}: damaged cache (block 1)" in err and "Traceback" not in err, err
+
+
+# ----------------------------------------------------------------------------- gzip bombs
+@pytest.fixture(scope="module")
+def gzip_bomb(tmp_path_factory):
+    """400 MiB of newlines in about 400 KiB of gzip (a real bomb is 3 MB -> 3 GB)."""
+    import zlib
+    path = tmp_path_factory.mktemp("bomb") / "bomb.csv.gz"
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"\n" * (4 << 20)
+    with open(path, "wb") as out:
+        for _ in range(100):
+            out.write(squeeze.compress(block))
+        out.write(squeeze.flush())
+    return path
+
+
+def _limited(data_limit):
+    def limit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
+    return limit
+
+
+@pytest.mark.parametrize("command", ["crowd", "evaluate", "split"])
+def test_a_gzip_bomb_is_refused_or_streamed_in_flat_memory(gzip_bomb, tmp_path, command):
+    """Issue 37 item 6: crowd, split and evaluate decompressed a whole .gz (3 MB -> 3 GB of
+    newlines: 3.5 GB resident, a MemoryError traceback).  Now crowd and evaluate, which keep
+    every line, refuse one past 100x its size; split streams it.  Under a 1.5 GB data limit."""
+    argv = {"crowd": ["crowd", str(gzip_bomb), "--batch", "-p", str(tmp_path / "l.csv")],
+            "evaluate": ["evaluate", "-p", str(gzip_bomb), "-d", str(gzip_bomb)],
+            "split": ["split", str(gzip_bomb), "--train", str(tmp_path / "tr.vw"),
+                      "--test", str(tmp_path / "te.vw")]}[command]
+    done = subprocess.run([sys.executable, "-m", "pyvw_lite", *argv], capture_output=True,
+                          text=True, preexec_fn=_limited(1536 << 20), timeout=300)
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr[-2000:]
+    if command == "split":
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "tr.vw").read_bytes() == b"" == (tmp_path / "te.vw").read_bytes()
+    else:
+        assert done.returncode == 1
+        assert f"error: {gzip_bomb}: gzip data decompresses to more than 100 times its " \
+            "size" in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_honest_gzip_still_reads_whole(tmp_path):
+    import gzip
+    answers = tmp_path / "a.csv.gz"
+    answers.write_bytes(gzip.compress(("task,worker,label\n" + "".join(
+        f"t{i % 9},w{i % 4},{i % 2}\n" for i in range(60))).encode()))
+    assert main(["crowd", str(answers), "--batch", "-p", str(tmp_path / "l.csv"),
+                 "--quiet"]) == 0
+    assert len((tmp_path / "l.csv").read_text().splitlines()) == 10

@@ -17,6 +17,16 @@ FIRST_CHUNK_BYTES = 128 << 10
 
 
 GZIP_MAGIC = b"\x1f\x8b"
+# A tool that keeps all of a file (crowd answers, evaluate's labels) refuses gzip data that
+# decompresses past BOMB_FLOOR at more than BOMB_RATIO times its compressed size: text
+# compresses 3-20x, a run of one byte ~1000x (3 MB of newlines are 3 GB).  The learner and
+# split stream, in flat memory, and have no such bound.
+BOMB_FLOOR = 256 << 20
+BOMB_RATIO = 100
+
+
+class GzipBomb(ValueError):
+    """Gzip data that decompresses past the bound of a tool that keeps all of it."""
 
 
 def is_regular_file(path: str) -> bool:
@@ -34,13 +44,18 @@ class GzipReader:
     losing the block it was decompressing).  :meth:`tell` is the compressed position.
     ``source``: a path, or a binary stream (standard input, a pipe), which the owner closes."""
 
-    def __init__(self, source, owned: bool | None = None):
+    def __init__(self, source, owned: bool | None = None, bounded: bool = False):
+        """``bounded``: raise :class:`GzipBomb` past ``BOMB_FLOOR`` decompressed bytes at more
+        than ``BOMB_RATIO`` times the compressed bytes read."""
+        self.bounded = bounded
+        self.produced = 0
         self.owned = isinstance(source, str) if owned is None else owned
         self.raw = open(source, "rb", buffering=0) if isinstance(source, str) else source
         self.inflate = zlib.decompressobj(wbits=31)
         self.in_member = False  # a member has started and not yet ended
         self.position = 0
         self.pending = b""
+        self.tail = b""  # compressed bytes read and not yet decompressed
         self.ended = False
         self.damage: str | None = None
 
@@ -51,20 +66,28 @@ class GzipReader:
         if self.owned:
             self.raw.close()
 
-    def _feed(self, data: bytes) -> bytes:
+    def _feed(self, data: bytes, limit: int = 1 << 62) -> bytes:
+        """Decompress ``data`` into at most ``limit`` bytes; the compressed bytes left over
+        wait in :attr:`tail` (a run of one byte inflates ~1000x: 256 KiB read would be 256 MiB
+        at once)."""
         out = []
-        while data:
+        produced = 0
+        while data and produced < limit:
             if not self.in_member:
                 data = data.lstrip(b"\0")  # gzip allows zero padding between members
                 if not data:
                     break
                 self.inflate = zlib.decompressobj(wbits=31)
                 self.in_member = True
-            out.append(self.inflate.decompress(data))
-            data = b""
+            piece = self.inflate.decompress(data, limit - produced)
+            out.append(piece)
+            produced += len(piece)
             if self.inflate.eof:
                 self.in_member = False
                 data = self.inflate.unused_data
+            else:
+                data = self.inflate.unconsumed_tail
+        self.tail = data
         return b"".join(out)
 
     def _salvage(self, chunk: bytes) -> bytes:
@@ -75,22 +98,26 @@ class GzipReader:
                 parts.append(self._feed(chunk[start:start + 16]))
             except zlib.error:
                 break
+        self.tail = b""
         return b"".join(parts)
 
     def read(self, size: int) -> bytes:
         parts = [self.pending]
         have = len(self.pending)
         while have < size and not self.ended:
-            chunk = self.raw.read(256 << 10)
-            self.position += len(chunk)
-            if not chunk:
-                self.ended = True
-                if self.in_member:
-                    self.damage = "compressed data ends early (a truncated file?)"
-                break
+            if self.tail:
+                chunk = self.tail
+            else:
+                chunk = self.raw.read(256 << 10)
+                self.position += len(chunk)
+                if not chunk:
+                    self.ended = True
+                    if self.in_member:
+                        self.damage = "compressed data ends early (a truncated file?)"
+                    break
             state = (self.inflate.copy(), self.in_member)
             try:
-                piece = self._feed(chunk)
+                piece = self._feed(chunk, size - have)
             except zlib.error as exc:
                 # again in small steps from before the chunk: keep what precedes the damage
                 self.inflate, self.in_member = state
@@ -100,6 +127,12 @@ class GzipReader:
                 break
             parts.append(piece)
             have += len(piece)
+            self.produced += len(piece)
+            if self.bounded and self.produced > max(BOMB_FLOOR, BOMB_RATIO * self.position):
+                raise GzipBomb(f"gzip data decompresses to more than {BOMB_RATIO} times its "
+                               f"size (over {self.produced >> 20} MiB from "
+                               f"{max(self.position >> 10, 1)} KiB): refused as a "
+                               "decompression bomb; decompress it yourself if it is real")
         data = b"".join(parts)
         self.pending = data[size:]
         return data[:size]
@@ -116,9 +149,11 @@ def read_whole(path: str) -> bytes:
             data, name = handle.read(), path
     if data[:2] != GZIP_MAGIC:  # gzip data is told by its bytes, not by the name
         return data
-    reader = GzipReader(io.BytesIO(data))
+    reader = GzipReader(io.BytesIO(data), bounded=True)
     try:
         data = reader.read(1 << 62)
+    except GzipBomb as exc:
+        raise GzipBomb(f"{name}: {exc}") from None
     finally:
         reader.close()
     if reader.damage:
@@ -144,6 +179,28 @@ def gzip_damage(path: str) -> str | None:
     return reader.damage
 
 
+class _Prefixed:
+    """A binary stream whose first bytes, read already, are given back first."""
+
+    def __init__(self, stream, head: bytes, owned: bool):
+        self.stream, self.head, self.owned = stream, head, owned
+        self.unread = head
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.unread:
+            return self.stream.read(size)
+        first, self.unread = self.unread, b""
+        if size is not None and 0 <= size <= len(first):
+            first, self.unread = first[:size], first[size:]
+            return first
+        rest = self.stream.read(-1 if size is None or size < 0 else size - len(first))
+        return first + rest
+
+    def close(self) -> None:
+        if self.owned:
+            self.stream.close()
+
+
 class LineChunks:
     """Iterate ``(buf, line_starts, line_ends, first_line)`` over a source, whole lines per chunk.
 
@@ -160,9 +217,12 @@ class LineChunks:
     def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES,
                  first_bytes: int = FIRST_CHUNK_BYTES,
                  damaged: Callable[[str], None] | None = None,
-                 byte_range: tuple[int, int, int] | None = None):
+                 byte_range: tuple[int, int, int] | None = None, bounded: bool = False):
         """``byte_range``: ``(start, end, first line number)`` of whole lines of a plain file
-        (a shard, distributed/learn.py: range_shards), read alone."""
+        (a shard, distributed/learn.py: range_shards), read alone.  ``bounded``: gzip data
+        past the bomb bound (``BOMB_RATIO``) is a :class:`GzipBomb` naming the file, for a
+        caller that keeps every line."""
+        self.bounded = bounded
         self.path = path
         self.byte_range = byte_range
         self.damaged = damaged
@@ -188,13 +248,18 @@ class LineChunks:
         elif self.total_bytes is not None:  # a regular file: unbuffered reads (5-8% faster)
             stream = open(self.path, "rb", buffering=0)
             if os.pread(stream.fileno(), 2, 0) == GZIP_MAGIC:
-                return GzipReader(stream, owned=True), True
+                return GzipReader(stream, owned=True, bounded=self.bounded), True
             return stream, True
         else:
             stream, owned = open(self.path, "rb"), True
         peek = getattr(stream, "peek", None)
-        if peek is not None and peek(2)[:2] == GZIP_MAGIC:
-            return GzipReader(stream, owned=owned), True
+        if peek is None:  # a stream that cannot peek (io.BytesIO): its first bytes go first
+            stream, owned = _Prefixed(stream, stream.read(2), owned), True
+            head = stream.head
+        else:
+            head = peek(2)[:2]
+        if head == GZIP_MAGIC:
+            return GzipReader(stream, owned=owned, bounded=self.bounded), True
         return stream, owned
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
@@ -211,7 +276,10 @@ class LineChunks:
             carry = b""
             size = self.first_bytes
             while True:
-                block = handle.read(size if left is None else min(size, left))
+                try:
+                    block = handle.read(size if left is None else min(size, left))
+                except GzipBomb as exc:
+                    raise GzipBomb(f"{self.name}: {exc}") from None
                 if left is not None:
                     left -= len(block)
                 size = min(2 * size, self.chunk_bytes)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io.crowd_input import CrowdInputError, read_gold, read_table
-from ..io.source import read_whole
+from ..io.source import LineChunks
 
 Z_95 = 1.959963984540054
 
@@ -145,19 +145,24 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float
     label; importance: the number after a VW label, else 1); with ``scores``, the prediction of
     a ``-p`` line (:func:`split_prediction`)."""
     tokens = []
-    try:
-        text = read_whole(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    for line_number, line in enumerate(text.split("\n"), start=1):  # LF ends a line (VW)
-        fields = line.split()
-        if scores and fields:
-            fields = [split_prediction(fields)[0]]
-        if fields and not fields[0].startswith("|"):
-            weight = _number(fields[1]) if len(fields) > 1 and not scores else None
-            tokens.append((line_number, fields[0], 1.0 if weight is None else weight))
-        elif fields:
-            tokens.append((line_number, "", 1.0))
+    for buf, starts, ends, first_line in LineChunks(path, bounded=True):
+        data = buf.tobytes()
+        filled = np.flatnonzero(ends > starts)  # an empty line holds no token
+        for offset, s, e in zip(filled.tolist(), starts[filled].tolist(), ends[filled].tolist()):
+            try:
+                line = data[s:e].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{first_line + offset}: not UTF-8 text ({exc.reason} "
+                                 f"at column {exc.start + 1})") from None
+            fields = line.split()
+            if scores and fields:
+                fields = [split_prediction(fields)[0]]
+            if fields and not fields[0].startswith("|"):
+                weight = _number(fields[1]) if len(fields) > 1 and not scores else None
+                tokens.append((first_line + offset, fields[0],
+                               1.0 if weight is None else weight))
+            elif fields:
+                tokens.append((first_line + offset, "", 1.0))
     return tokens
 
 

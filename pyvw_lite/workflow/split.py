@@ -15,8 +15,7 @@ import numpy as np
 
 from ..io.atomic import atomic_write
 from ..io.hashing import murmur_ranges
-from ..io.source import read_whole
-from ..io.vw_text import split_lines
+from ..io.source import LineChunks
 
 _NAMESPACE = re.compile(rb"\|(rater|task)(?::\S*)?\s+([^|\s]+)")
 
@@ -38,40 +37,53 @@ class SplitReport:
             ("tasks", self.test_tasks_in_train, self.test_tasks)) if total]
 
 
-def _first_features(lines: list[bytes], namespace: bytes) -> set[bytes]:
-    found = set()
-    for line in lines:
-        for name, feature in _NAMESPACE.findall(line):
-            if name == namespace:
-                found.add(feature)
-    return found
-
-
 def split_file(path: str, train: str, test: str, test_fraction: float = 1 / 16, seed: int = 0
                ) -> SplitReport:
+    """Split ``path`` (``-``: standard input) into ``train`` and ``test``, streaming: memory
+    holds one chunk of lines and the rater and task names, however large the file (a ``.gz``
+    bomb included).  Both outputs are written atomically; a damaged ``.gz`` writes neither."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"--test_fraction must lie strictly between 0 and 1, not {test_fraction}")
-    data = read_whole(path)
-    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
-    starts, ends, _ = split_lines(buf, True)
-    ends = np.where((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13), ends - 1, ends)  # CRLF
-    keep = ends > starts  # blank lines carry no example
-    starts, ends = starts[keep], ends[keep]
-    hashes = murmur_ranges(buf, starts, ends, seed & 0xFFFFFFFF)
-    to_test = hashes < int(test_fraction * 2 ** 32)
-    lines = [data[s:e] for s, e in zip(starts.tolist(), ends.tolist())]
-    test_lines = [line for line, flag in zip(lines, to_test.tolist()) if flag]
-    train_lines = [line for line, flag in zip(lines, to_test.tolist()) if not flag]
-    for out, chosen in ((train, train_lines), (test, test_lines)):
-        text = b"\n".join(chosen) + b"\n" if chosen else b""
-        with atomic_write(out) as handle:  # a .gz name gets gzip data, which -d reads
-            handle.write(gzip.compress(text, mtime=0) if out.endswith(".gz") else text)
-    report = SplitReport(train_lines=len(train_lines), test_lines=len(test_lines), test_raters=0,
+    threshold = int(test_fraction * 2 ** 32)
+    counts = [0, 0]  # train, test
+    names = {side: {b"rater": set(), b"task": set()} for side in (0, 1)}
+    with atomic_write(train) as train_out, atomic_write(test) as test_out:
+        sinks = [_text_sink(train_out, train), _text_sink(test_out, test)]
+        for buf, starts, ends, _ in LineChunks(path):
+            data = buf.tobytes()
+            ends = np.where((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13), ends - 1,
+                            ends)  # CRLF
+            keep = ends > starts  # blank lines carry no example
+            starts, ends = starts[keep], ends[keep]
+            to_test = murmur_ranges(buf, starts, ends, seed & 0xFFFFFFFF) < threshold
+            for s, e, side in zip(starts.tolist(), ends.tolist(), to_test.tolist()):
+                line = data[s:e]
+                sinks[side].write(line + b"\n")
+                counts[side] += 1
+                for name, feature in _NAMESPACE.findall(line):
+                    names[side][name].add(feature)
+        for sink in sinks:
+            sink.close()
+    report = SplitReport(train_lines=counts[0], test_lines=counts[1], test_raters=0,
                          test_raters_in_train=0, test_tasks=0, test_tasks_in_train=0)
     for namespace, total, shared in ((b"rater", "test_raters", "test_raters_in_train"),
                                      (b"task", "test_tasks", "test_tasks_in_train")):
-        in_test = _first_features(test_lines, namespace)
-        in_train = _first_features(train_lines, namespace)
-        setattr(report, total, len(in_test))
-        setattr(report, shared, len(in_test & in_train))
+        setattr(report, total, len(names[1][namespace]))
+        setattr(report, shared, len(names[1][namespace] & names[0][namespace]))
     return report
+
+
+class _Plain:
+    def __init__(self, handle):
+        self.handle = handle
+        self.write = handle.write
+
+    def close(self) -> None:
+        pass
+
+
+def _text_sink(handle, name: str):
+    """Where the lines of one side go: a ``.gz`` name gets gzip data (which ``-d`` reads)."""
+    if name.endswith(".gz"):
+        return gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0)
+    return _Plain(handle)
