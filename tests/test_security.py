@@ -979,3 +979,19 @@ def test_honest_gzip_still_reads_whole(tmp_path):
     assert main(["crowd", str(answers), "--batch", "-p", str(tmp_path / "l.csv"),
                  "--quiet"]) == 0
     assert len((tmp_path / "l.csv").read_text().splitlines()) == 10
+
+
+def test_non_finite_numbers_of_the_workflow_tools_are_refused(tmp_path, capsys):
+    """Issue 37 item 10, the tools' side: `evaluate --threshold nan` scored every prediction
+    as negative without a word."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    predictions = tmp_path / "p.txt"
+    predictions.write_text("".join(f"{0.9 if i % 3 else -0.9}\n" for i in range(60)))
+    for value in ("nan", "inf"):
+        assert main(["evaluate", "-p", str(predictions), "-d", str(data), "--threshold",
+                     value]) == 1
+        assert f"--threshold {value}: must be a finite number" in capsys.readouterr().err
+    assert main(["split", str(data), "--train", str(tmp_path / "a"), "--test",
+                 str(tmp_path / "b"), "--test_fraction", "nan"]) == 1
+    assert "--test_fraction must lie strictly between 0 and 1" in capsys.readouterr().err

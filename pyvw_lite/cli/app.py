@@ -1,6 +1,7 @@
 """typer app for the subcommands that VW itself does not have."""
 from __future__ import annotations
 
+import math
 import sys
 
 import typer
@@ -369,6 +370,8 @@ def evaluate(
                                      paired_difference, regression_difference)
 
     def action():
+        if threshold is not None and not math.isfinite(threshold):
+            raise ValueError(f"--threshold {threshold}: must be a finite number")
         if versus and not (predictions and data):
             raise ValueError("--versus compares two predictions files of the same -d DATA")
         if predictions and data:
