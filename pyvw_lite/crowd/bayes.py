@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numba
@@ -77,35 +78,6 @@ def _dirichlet_kl(posterior, prior):
 
 
 @kernel
-def _expected_log(dirichlet, out):
-    """E log of each coordinate of the Dirichlets in the rows of ``dirichlet``."""
-    for r in range(dirichlet.shape[0]):
-        total = 0.0
-        for l in range(dirichlet.shape[1]):
-            total += dirichlet[r, l]
-        psi_sum = digamma(total)
-        for l in range(dirichlet.shape[1]):
-            out[r, l] = digamma(dirichlet[r, l]) - psi_sum
-
-
-@kernel(parallel=True)
-def _expected_log_by_column(dirichlet, out):
-    """E log of the Dirichlets of ``dirichlet[w, :, c]`` (the answers' axis in the middle:
-    the answer-major layout of :func:`_worker_counts`) into ``out``, one worker per task."""
-    W, L, C = dirichlet.shape
-    for w in numba.prange(W):
-        totals = np.zeros(C)
-        for l in range(L):
-            for c in range(C):
-                totals[c] += dirichlet[w, l, c]
-        for c in range(C):
-            totals[c] = digamma(totals[c])
-        for l in range(L):
-            for c in range(C):
-                out[w, l, c] = digamma(dirichlet[w, l, c]) - totals[c]
-
-
-@kernel
 def _worker_counts(item_start, rating_worker, rating_label, rho, counts):
     """counts[w, l, k*M + m] = sum over w's answers l of rho[i, k*M + m].  Answer-major (the
     class-and-subtype cells last), so that this sum and the responsibilities' sum over a
@@ -120,23 +92,74 @@ def _worker_counts(item_start, rating_worker, rating_label, rho, counts):
                 counts[w, l, c] += rho[i, c]
 
 
-@kernel(parallel=True)
-def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, elog_v, M, rho,
-                      chunks):
-    """rho_i ∝ exp(log_prior + sum_w elog_v[w, x_iw, :]) for every item (a gold item's mass on
-    its class's subtypes only); returns sum_i log-normaliser and the largest change of an
-    item's class posterior."""
-    n_items = item_start.size - 1
-    KM = rho.shape[1]
-    bounds = np.empty(chunks)
-    moves = np.empty(chunks)
-    for chunk in numba.prange(chunks):
-        score = np.empty(KM)
-        total = 0.0
+@kernel
+def _vb_steps(item_start, rating_worker, rating_label, gold, alpha, prior_columns,
+              digamma_prior, a_pi, M, rho, counts, elog_v, mass, steps, tol):
+    """Up to ``steps`` coordinate-ascent iterations on one restart, in place; fewer when no
+    item's class posterior moves by ``tol``.  Each iteration: the worker counts and ``mass``
+    (sum_i rho_ic) from ``rho``, the expected logs of every Dirichlet factor, then the new
+    ``rho``.  Returns (iterations, converged, sum_i log-normaliser of the last).
+
+    One thread per restart (restarts run side by side, :func:`bayes_fit`): on two cores a
+    parallel loop inside each iteration cost more in waking threads than it saved.  A worker
+    never gave answer ``l`` when its counts for ``l`` are all 0, and then ``digamma`` of the
+    prior alone is looked up (``digamma_prior``), not recomputed."""
+    n_items, KM = rho.shape
+    K = KM // M
+    W = counts.shape[0]
+    prior_sum = np.zeros(KM)
+    for l in range(K):
+        for c in range(KM):
+            prior_sum[c] += prior_columns[l, c]
+    totals = np.empty(KM)
+    log_prior = np.empty(KM)
+    score = np.empty(KM)
+    bound = 0.0
+    for step in range(steps):
+        counts[:] = 0.0
+        mass[:] = 0.0
+        for i in range(n_items):
+            for c in range(KM):
+                mass[c] += rho[i, c]
+            for r in range(item_start[i], item_start[i + 1]):
+                w = rating_worker[r]
+                l = rating_label[r]
+                for c in range(KM):
+                    counts[w, l, c] += rho[i, c]
+        for w in range(W):
+            for c in range(KM):
+                totals[c] = prior_sum[c]
+            for l in range(K):
+                for c in range(KM):
+                    totals[c] += counts[w, l, c]
+            for c in range(KM):
+                totals[c] = digamma(totals[c])
+            for l in range(K):
+                for c in range(KM):
+                    x = counts[w, l, c]
+                    elog_v[w, l, c] = (digamma(x + prior_columns[l, c]) if x != 0.0
+                                       else digamma_prior[l, c]) - totals[c]
+        class_total = 0.0
+        for k in range(K):
+            pi_total = 0.0
+            for m in range(M):
+                pi_total += a_pi + mass[k * M + m]
+                class_total += mass[k * M + m]
+            class_total += alpha[k]
+            psi_pi = digamma(pi_total)
+            for m in range(M):
+                log_prior[k * M + m] = digamma(a_pi + mass[k * M + m]) - psi_pi
+        psi_tau = digamma(class_total)
+        for k in range(K):
+            class_mass = alpha[k]
+            for m in range(M):
+                class_mass += mass[k * M + m]
+            tau = digamma(class_mass) - psi_tau
+            for m in range(M):
+                log_prior[k * M + m] += tau
+        bound = 0.0
         move = 0.0
-        first = chunk * n_items // chunks
-        last = (chunk + 1) * n_items // chunks
-        for i in range(first, last):
+        for i in range(n_items):
             for c in range(KM):
                 score[c] = log_prior[c]
             for r in range(item_start[i], item_start[i + 1]):
@@ -156,7 +179,7 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
                 gap = score[c] - top
                 score[c] = math.exp(gap) if gap > -50.0 else 0.0
                 norm += score[c]
-            total += top + math.log(norm)
+            bound += top + math.log(norm)
             old = 0.0
             new = 0.0
             for c in range(KM):
@@ -168,9 +191,45 @@ def _responsibilities(item_start, rating_worker, rating_label, gold, log_prior, 
                     move = max(move, abs(new - old))
                     old = 0.0
                     new = 0.0
-        bounds[chunk] = total
-        moves[chunk] = move
-    return bounds.sum(), moves.max()
+        if move < tol:
+            return step + 1, True, bound
+    return steps, False, bound
+
+
+@kernel
+def _vb_divergence(counts, prior_columns, mass, a_pi, alpha, M):
+    """The KL divergences of the bound: every worker's answer Dirichlets (from ``counts``, in
+    their answer-major layout), the subtype weights (M > 1) and the class prior, from their
+    priors."""
+    W, K, KM = counts.shape
+    total = 0.0
+    for w in range(W):
+        for c in range(KM):
+            a_sum = 0.0
+            b_sum = 0.0
+            for l in range(K):
+                a_sum += counts[w, l, c] + prior_columns[l, c]
+                b_sum += prior_columns[l, c]
+            psi_sum = digamma(a_sum)
+            kl = math.lgamma(a_sum) - math.lgamma(b_sum)
+            for l in range(K):
+                a = counts[w, l, c] + prior_columns[l, c]
+                b = prior_columns[l, c]
+                kl += math.lgamma(b) - math.lgamma(a) + (a - b) * (digamma(a) - psi_sum)
+            total += kl
+    post_pi = np.empty((K, M))
+    prior_pi = np.full((K, M), a_pi)
+    post_tau = np.empty((1, K))
+    for k in range(K):
+        post_tau[0, k] = alpha[k]
+        for m in range(M):
+            post_pi[k, m] = a_pi + mass[k * M + m]
+            post_tau[0, k] += mass[k * M + m]
+    if M > 1:
+        total += _dirichlet_kl(post_pi, prior_pi)
+    prior_tau = np.empty((1, K))
+    prior_tau[0, :] = alpha
+    return total + _dirichlet_kl(post_tau, prior_tau)
 
 
 @dataclass
@@ -213,54 +272,61 @@ def _majority_shares(data: CrowdData) -> np.ndarray:
     return q
 
 
-def _one_restart(data: CrowdData, start: np.ndarray, alpha: np.ndarray, M: int, a_pi: float,
-                 beta: np.ndarray, rng: np.random.Generator, max_iters: int, tol: float,
-                 chunks: int, track: bool) -> BayesResult:
-    K = data.n_labels
-    W = len(data.worker_names)
-    split = rng.dirichlet(np.ones(M), size=(data.n_items, K)) if M > 1 else np.ones(
-        (data.n_items, K, 1))
-    rho = (start[:, :, None] * split).reshape(data.n_items, K * M)
-    counts = np.zeros((W, K, K * M))  # answer-major: counts[w, l, k*M + m]
-    prior_v = np.repeat(beta, M, axis=0)  # (K*M) x K: row k*M + m is beta_k
-    prior_columns = np.ascontiguousarray(prior_v.T)  # the same in counts' layout
-    prior_pi = np.full((K, M), a_pi / M)
-    elog_v = np.empty_like(counts)
-    elog_pi = np.empty((K, M))
-    elog_tau = np.empty((1, K))
-    history = []
-    converged = False
-    elbo = -np.inf
-    iteration = 0
-    for iteration in range(1, max_iters + 1):
-        _worker_counts(data.item_start, data.rating_worker, data.rating_label, rho, counts)
-        post_v = counts + prior_columns[None]
-        _expected_log_by_column(post_v, elog_v)
-        mass = rho.sum(axis=0)
-        post_pi = prior_pi + mass.reshape(K, M)
-        _expected_log(post_pi, elog_pi)
-        post_tau = (alpha + mass.reshape(K, M).sum(axis=1))[None]
-        _expected_log(post_tau, elog_tau)
-        log_prior = (elog_tau.T + elog_pi).ravel()
-        bound, move = _responsibilities(data.item_start, data.rating_worker, data.rating_label,
-                                        data.gold, log_prior, elog_v, M, rho, chunks)
-        done = move < tol or iteration == max_iters
-        if track or done:  # the KL terms cost as much as an iteration: only when wanted
-            elbo = (bound - _dirichlet_kl(post_v.transpose(0, 2, 1).reshape(W * K * M, K),
-                                          np.broadcast_to(prior_v, (W, K * M, K)).reshape(-1, K))
-                    - (_dirichlet_kl(post_pi, prior_pi) if M > 1 else 0.0)
-                    - _dirichlet_kl(post_tau, alpha[None]))
-            history.append(elbo)
-        if move < tol:
-            converged = True
-            break
-    q = rho.reshape(data.n_items, K, M).sum(axis=2)
-    _worker_counts(data.item_start, data.rating_worker, data.rating_label, rho, counts)
-    return BayesResult(q=q, rho=rho,
-                       worker_dirichlet=np.ascontiguousarray(counts.transpose(0, 2, 1))
-                       + prior_v[None],
-                       class_dirichlet=alpha + q.sum(axis=0), elbo=elbo, elbo_history=history,
-                       iterations=iteration, converged=converged)
+class _Restart:
+    """One restart's state: its class-and-subtype posteriors ``rho`` and the work arrays of
+    :func:`_vb_steps`."""
+
+    def __init__(self, data: CrowdData, start: np.ndarray, M: int, rng: np.random.Generator):
+        K = data.n_labels
+        split = rng.dirichlet(np.ones(M), size=(data.n_items, K)) if M > 1 else np.ones(
+            (data.n_items, K, 1))
+        self.rho = (start[:, :, None] * split).reshape(data.n_items, K * M)
+        self.counts = np.zeros((len(data.worker_names), K, K * M))  # counts[w, l, k*M + m]
+        self.elog_v = np.empty_like(self.counts)
+        self.mass = np.zeros(K * M)
+        self.iterations = 0
+        self.converged = False
+        self.elbo = -np.inf
+        self.history: list[float] = []
+
+
+class _Problem:
+    """The data and priors every restart shares, and the steps on one restart."""
+
+    def __init__(self, data: CrowdData, alpha: np.ndarray, beta: np.ndarray, M: int,
+                 a_pi: float):
+        self.data, self.alpha, self.M = data, alpha, M
+        self.a_pi = a_pi / M  # each subtype's share of the subtype prior
+        self.prior_v = np.repeat(beta, M, axis=0)  # (K*M) x K: row k*M + m is beta_k
+        self.prior_columns = np.ascontiguousarray(self.prior_v.T)  # counts' layout: l x (K*M)
+        self.digamma_prior = np.vectorize(_digamma_value)(self.prior_columns)
+
+    def advance(self, run: _Restart, steps: int, tol: float) -> None:
+        """Up to ``steps`` more iterations, then the restart's bound."""
+        d = self.data
+        done, converged, bound = _vb_steps(
+            d.item_start, d.rating_worker, d.rating_label, d.gold, self.alpha,
+            self.prior_columns, self.digamma_prior, self.a_pi, self.M, run.rho, run.counts,
+            run.elog_v, run.mass, steps, tol)
+        run.iterations += done
+        run.converged = converged
+        run.elbo = bound - _vb_divergence(run.counts, self.prior_columns, run.mass, self.a_pi,
+                                          self.alpha, self.M)
+
+    def result(self, run: _Restart) -> "BayesResult":
+        d, K, M = self.data, self.data.n_labels, self.M
+        q = run.rho.reshape(d.n_items, K, M).sum(axis=2)
+        _worker_counts(d.item_start, d.rating_worker, d.rating_label, run.rho, run.counts)
+        return BayesResult(q=q, rho=run.rho,
+                           worker_dirichlet=np.ascontiguousarray(run.counts.transpose(0, 2, 1))
+                           + self.prior_v[None],
+                           class_dirichlet=self.alpha + q.sum(axis=0), elbo=run.elbo,
+                           elbo_history=run.history, iterations=run.iterations,
+                           converged=run.converged)
+
+
+def _digamma_value(x: float) -> float:
+    return digamma(x)
 
 
 def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: float = 4.0,
@@ -282,16 +348,35 @@ def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: fl
     alpha = np.maximum(alpha, 1e-3)  # a class no answer names keeps a proper prior
     beta = np.full((K, K), float(b_v))
     np.fill_diagonal(beta, a_v)
-    chunks = max(1, min(numba.get_num_threads(), data.n_items // 2_000))
-    best = None
-    elbos = []
-    for restart in range(restarts if subtypes > 1 else 1):  # BCC's start is deterministic
-        rng = np.random.default_rng([seed, restart])
-        fit = _one_restart(data, start, alpha, subtypes, a_pi, beta, rng, max_iters, tol, chunks,
-                           track_elbo)
-        elbos.append(fit.elbo)
-        if best is None or fit.elbo > best.elbo:
-            best, best.seed = fit, restart
+    problem = _Problem(data, alpha, beta, subtypes, a_pi)
+    count = restarts if subtypes > 1 else 1  # BCC's start is deterministic
+
+    def fit(restart: int) -> _Restart:
+        run = _Restart(data, start, subtypes, np.random.default_rng([seed, restart]))
+        if track_elbo:  # the bound after every iteration: one step at a time
+            while run.iterations < max_iters and not run.converged:
+                problem.advance(run, 1, tol)
+                run.history.append(run.elbo)
+        else:
+            problem.advance(run, max_iters, tol)
+        return run
+
+    runs = _side_by_side(fit, range(count))
+    elbos = [run.elbo for run in runs]
+    chosen = int(np.argmax(elbos))  # the first of equal bounds
+    best = problem.result(runs[chosen])
+    best.seed = chosen
     best.restart_elbos = elbos
     best.seconds = time.perf_counter() - started
     return best
+
+
+def _side_by_side(fit, restarts) -> list:
+    """``fit`` over the restarts, two at a time on two threads (the kernels release the GIL);
+    results in restart order, so the choice does not depend on which finished first."""
+    restarts = list(restarts)
+    threads = min(len(restarts), numba.config.NUMBA_NUM_THREADS, 2)
+    if threads <= 1:
+        return [fit(restart) for restart in restarts]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(fit, restarts))
