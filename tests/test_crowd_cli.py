@@ -44,8 +44,8 @@ def test_batch_writes_posteriors_workers_and_beats_majority(answers, capsys, tmp
     folder, data = answers
     out = tmp_path / "labels.csv"
     workers = tmp_path / "workers.csv"
-    code, err = run([str(folder / "answers.csv"), "--batch", "-p", str(out), "--workers",
-                     str(workers), "--truth", str(folder / "truth.csv")], capsys)
+    code, err = run([str(folder / "answers.csv"), "--batch", "--method", "em", "-p", str(out),
+                     "--workers", str(workers), "--truth", str(folder / "truth.csv")], capsys)
     assert code == 0, err
     rows = read_csv(out)
     assert rows[0] == ["task", "label", "p_0", "p_1", "p_2"]
@@ -249,7 +249,7 @@ def test_option_errors(answers, capsys):
 def test_crowd_model_is_not_a_vw_model(answers, capsys, tmp_path):
     folder, _ = answers
     model = tmp_path / "crowd.pvw"
-    assert run([str(folder / "answers.csv"), "--batch", "-f", str(model), "--quiet"], capsys)[0] == 0
+    assert run([str(folder / "answers.csv"), "--batch", "--method", "em", "-f", str(model), "--quiet"], capsys)[0] == 0
     vw = tmp_path / "x.vw"
     vw.write_text("1 |a b\n")
     assert main(["-d", str(vw), "-i", str(model), "--quiet"]) == 1
@@ -297,7 +297,7 @@ def test_continuing_a_model_refuses_options_that_reshape_it(answers, capsys, tmp
 def test_baselines_refuse_model_outputs_before_writing_anything(answers, capsys, tmp_path):
     folder, _ = answers
     out = tmp_path / "labels.csv"
-    for extra in (["-f", str(tmp_path / "m.pvw")], ["--workers", str(tmp_path / "w.csv")], ["-t"]):
+    for extra in (["-f", str(tmp_path / "m.pvw")], ["-t"]):
         code, err = run([str(folder / "answers.csv"), "--method", "majority", "-p", str(out),
                          *extra], capsys)
         assert code == 1 and "needs --method em" in err
@@ -356,8 +356,7 @@ def test_workers_sharing_a_hashed_slot_are_counted(answers, capsys, mode):
 
 def test_workers_plot_draws_reliabilities_and_the_hypermean(tmp_path, capsys):
     """Issue 29: `crowd --workers_plot PNG` draws the workers' reliabilities and the hypermean
-    confusion matrix; it asks for the EM model (--batch alone then fits EM, as --workers does),
-    and no output may replace the answers."""
+    confusion matrix, for every method (issue 38), and no output may replace the answers."""
     from pyvw_lite.synthetic import crowd_answers
     answers = tmp_path / "answers.csv"
     crowd_answers(n_tasks=200, n_workers=20, seed=2).write(str(answers))
@@ -366,8 +365,7 @@ def test_workers_plot_draws_reliabilities_and_the_hypermean(tmp_path, capsys):
                  "--quiet"]) == 0
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["crowd", str(answers), "--batch", "--method", "ebcc", "--workers_plot",
-                 str(tmp_path / "x.png"), "--quiet"]) == 1
-    assert "--workers_plot needs --method em" in capsys.readouterr().err
+                 str(tmp_path / "x.png"), "--quiet"]) == 0
     assert main(["crowd", str(answers), "--batch", "--workers_plot", str(answers),
                  "--quiet"]) == 1
     assert "write over its input" in capsys.readouterr().err

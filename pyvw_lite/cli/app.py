@@ -54,10 +54,10 @@ def crowd(
     batch: bool = typer.Option(False, "--batch", help="fit all items at once (default method "
                                                      "auto); without it, online EM in stream "
                                                      "order"),
-    method: str = typer.Option(None, "--method", help="auto (the --batch default: chosen per "
-                                                      "dataset by held-out answers), ebcc, bcc, "
-                                                      "em (batch or online MAP-EM), majority or "
-                                                      "one_coin"),
+    method: str = typer.Option(None, "--method", help="auto (the --batch default: BCC, or "
+                                                      "majority vote where workers answered too "
+                                                      "few items), ebcc, bcc, em (batch or "
+                                                      "online MAP-EM), majority or one_coin"),
     gold: str = typer.Option(None, "--gold", help="task,label file of known items (fixed labels)"),
     truth: str = typer.Option(None, "--truth", help="task,label file to report accuracy against "
                                                    "(not used for fitting)"),
@@ -124,15 +124,11 @@ def crowd(
     flat_class_prior: bool = typer.Option(False, "--flat_class_prior",
                                           help="BCC/EBCC: Dir(1) class prior (default: the "
                                                "majority-vote class counts)"),
-    seed: int = typer.Option(EBCC_DEFAULTS["seed"], "--seed", help="EBCC restarts and auto's "
-                                                                  "folds"),
-    candidates: str = typer.Option(",".join(AUTO_DEFAULTS["candidates"]), "--candidates",
-                                   help="auto: the methods to choose among, simplest first"),
-    folds: int = typer.Option(AUTO_DEFAULTS["folds"], "--folds",
-                              help="auto: answer folds held out in turn"),
-    standard_errors: float = typer.Option(AUTO_DEFAULTS["standard_errors"], "--standard_errors",
-                                          help="auto: a simpler method within this many "
-                                               "standard errors of the best is preferred"),
+    seed: int = typer.Option(EBCC_DEFAULTS["seed"], "--seed", help="EBCC: seed of the "
+                                                                  "restarts"),
+    sparse_workers: float = typer.Option(AUTO_DEFAULTS["sparse_workers"], "--sparse_workers",
+                                         help="auto: majority vote when the median answer's "
+                                              "worker gave fewer answers than this, else BCC"),
     duplicates: str = typer.Option("keep", "--duplicates",
                                    help="repeated (task, worker) answers: keep, first, last or "
                                         "vote (one answer, the pair's most frequent)"),
@@ -147,8 +143,8 @@ def crowd(
                                            "with a warning naming its line)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
 ) -> None:
-    """True labels from crowd answers: a method chosen per dataset (--batch), EBCC, BCC, batch
-    or online EM (the default without --batch), or a baseline."""
+    """True labels from crowd answers: BCC or majority vote by the workers' density (--batch),
+    EBCC, BCC, batch or online EM (the default without --batch), or a baseline."""
     from .crowd import CrowdRun, main
     if model_name != "flass":
         raise typer.BadParameter(f"unknown --model {model_name!r}; the only model is flass")
@@ -164,8 +160,8 @@ def crowd(
                        max_iters=max_iters, tol=tol, executor=executor, shards=shards,
                        strict_parse=strict_parse, quiet=quiet, subtypes=subtypes,
                        restarts=restarts, a_pi=a_pi, a_v=a_v, b_v=b_v,
-                       flat_class_prior=flat_class_prior, seed=seed, candidates=candidates,
-                       folds=folds, standard_errors=standard_errors, duplicates=duplicates)
+                       flat_class_prior=flat_class_prior, seed=seed,
+                       sparse_workers=sparse_workers, duplicates=duplicates)
     raise typer.Exit(main(options))
 
 

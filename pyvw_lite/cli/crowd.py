@@ -64,16 +64,12 @@ class CrowdRun:
     b_v: float = EBCC_DEFAULTS["b_v"]
     flat_class_prior: bool = False
     seed: int = EBCC_DEFAULTS["seed"]
-    candidates: str = ",".join(AUTO_DEFAULTS["candidates"])
-    folds: int = AUTO_DEFAULTS["folds"]
-    standard_errors: float = AUTO_DEFAULTS["standard_errors"]
+    sparse_workers: float = AUTO_DEFAULTS["sparse_workers"]
     duplicates: str = "keep"
 
     def __post_init__(self):
-        if self.method is None:  # EM's own outputs and executor ask for EM
-            wants_em = any((self.workers, self.workers_plot, self.final_model,
-                            self.initial_model, self.executor, self.test_only))
-            self.method = "auto" if self.batch and not wants_em else "em"
+        if self.method is None:  # never another method because of an output asked for
+            self.method = "auto" if self.batch else "em"
         if self.method in BATCH_ONLY:
             self.batch = True
 
@@ -161,8 +157,8 @@ def run(run: CrowdRun) -> int:
     from ..crowd.batch import batch_em
     from ..crowd.model import CrowdModel
     from ..crowd.online import run_online
-    from ..crowd.report import (BatchProgress, OnlineProgress, hypermean_text, plot_workers,
-                                settings_block, write_predictions, write_workers)
+    from ..crowd.report import (BatchProgress, OnlineProgress, em_view, hypermean_text,
+                                plot_workers, settings_block, write_predictions, write_workers)
     check_paths([("answers", run.answers), ("--gold", run.gold), ("--truth", run.truth),
                  ("-i", run.initial_model)],
                 [("-p", run.predictions), ("--workers", run.workers),
@@ -173,14 +169,18 @@ def run(run: CrowdRun) -> int:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
     if run.passes < 1:
         raise ValueError("--passes must be at least 1")
+    if run.batch:
+        _check_batch_flags(run, err)
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
-                            ("--final_model", run.final_model), ("--workers", run.workers),
-                            ("--workers_plot", run.workers_plot),
-                            ("--executor", run.executor)):
+                            ("--final_model", run.final_model)):
             if value:
-                raise ValueError(f"{flag} needs --method em (--method {run.method} keeps no "
-                                 "model file)")
+                raise ValueError(f"{flag} needs --method em: only EM keeps a model file to "
+                                 f"save, continue or predict with (--method {run.method} fits "
+                                 "afresh each run)")
+        if run.executor:
+            raise ValueError(f"--executor shards batch EM: add --method em (--method "
+                             f"{run.method} runs in one process)")
     model = CrowdModel.load(run.initial_model) if run.initial_model else None
     if model is not None and not run.batch:
         _continue_model(run, model, run.initial_model)
@@ -209,10 +209,9 @@ def run(run: CrowdRun) -> int:
     fit_started = time.perf_counter()
     compiled_before = compile_seconds()
     summary = []
-    if run.batch:
-        _check_batch_flags(run, err)
+    view = None
     if run.method != "em":
-        q = _fit_other(run, data, summary, err)
+        q, view = _fit_other(run, data, summary, err)
     elif run.batch:
         config = _config(run, data)
         max_iters = run.max_iters or DEFAULTS["max_iters"]
@@ -287,12 +286,13 @@ def run(run: CrowdRun) -> int:
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)
     if run.workers or run.workers_plot:
-        slots = model.worker_slots(data.worker_names, grow=False)
+        view = view() if view is not None else em_view(
+            model, model.worker_slots(data.worker_names, grow=False))
         answered = np.bincount(data.rating_worker, minlength=len(data.worker_names))
         if run.workers:
-            write_workers(run.workers, model, data.worker_names, slots, answered)
+            write_workers(run.workers, view, data.worker_names, answered)
         if run.workers_plot:
-            plot_workers(run.workers_plot, model, slots, answered)
+            plot_workers(run.workers_plot, view, answered)
     if run.final_model:
         model.save(run.final_model)
     if err:
@@ -333,48 +333,26 @@ def _check_batch_flags(run: CrowdRun, err) -> None:
 
 
 def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
-    """Posteriors of a baseline, BCC, EBCC, or the method auto chooses; adds summary lines."""
+    """Posteriors of a baseline, BCC, EBCC, or the method auto chooses, and a function that
+    gives its :class:`WorkerView`; adds summary lines."""
     from ..crowd import baselines
     from ..crowd.bayes import bayes_fit
+    from ..crowd.report import posterior_view
     if run.method == "auto":
-        from ..crowd.select import choose_method
-        names = tuple(name.strip() for name in run.candidates.split(",") if name.strip())
-        unknown = [name for name in names if name not in METHODS or name == "auto"]
-        if unknown or not names:
-            raise ValueError(f"--candidates {run.candidates!r}: choose among "
-                             f"{', '.join(m for m in METHODS if m != 'auto')}")
-        if err:
-            err.write(f"choosing among {', '.join(names)} by held-out answers ...\n")
-            err.flush()
-        large = data.n_ratings > AUTO_DEFAULTS["large"]  # the folds' cost: EBCC's restarts
-        fold_options = dict(run.bayes_options(),
-                            restarts=1 if large else min(run.restarts,
-                                                         AUTO_DEFAULTS["fold_restarts"]))
-        folds = min(run.folds, 3) if large else run.folds
-        choice = choose_method(data, names, folds=folds, seed=run.seed,
-                               standard_errors=run.standard_errors, ebcc_options=fold_options)
-        summary.append(f"method = auto: {choice.method} (held-out log-probability per answer: "
-                       + ", ".join(f"{name} {choice.scores[name]:.4f}"
-                                   f"{' (best)' if name == choice.best else ''}"
-                                   for name in names)
-                       + f"; within {run.standard_errors:g} standard errors of the best, the "
-                         "simplest wins)")
+        from ..crowd.select import choose_default
+        choice = choose_default(data, run.sparse_workers)
+        summary.append(f"method = auto: {choice.method} ({choice.reason()})")
         method = choice.method
     else:
         method = run.method
     if method == "majority":
         summary.append("fitted = majority vote")
-        return baselines.majority_vote(data)
+        q = baselines.majority_vote(data)
+        return q, (lambda: posterior_view(data, q))
     if method == "one_coin":
         q, iterations = baselines.one_coin_dawid_skene(data)
         summary.append(f"fitted = one-coin Dawid-Skene ({iterations} iterations)")
-        return q
-    if method == "em":
-        from ..crowd.batch import batch_em
-        result = batch_em(data, _config(run, data), max_iters=run.max_iters or DEFAULTS[
-            "max_iters"], tol=run.tol or DEFAULTS["tol"])
-        summary.append(f"fitted = batch EM ({result.iterations} iterations)")
-        return result.q
+        return q, (lambda: posterior_view(data, q))
     options = run.bayes_options()
     if method == "bcc":
         options.update(subtypes=1, restarts=1)
@@ -387,7 +365,7 @@ def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
                    + f"{result.iterations} iterations"
                    + ("" if result.converged else ", stopped at --max_iters")
                    + f", evidence lower bound {result.elbo:.4f})")
-    return result.q
+    return result.q, (lambda: posterior_view(data, result.q, result.confusion()))
 
 
 def main(run_options: CrowdRun) -> int:

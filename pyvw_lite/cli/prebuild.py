@@ -40,8 +40,7 @@ def _crowd(method: str, batch: bool) -> None:
         path = os.path.join(folder, "answers.csv")
         with open(path, "w") as handle:
             handle.write("task,worker,label\n" + rows)
-        run_crowd(CrowdRun(answers=path, batch=batch, method=method, quiet=True, restarts=1,
-                           folds=2))
+        run_crowd(CrowdRun(answers=path, batch=batch, method=method, quiet=True, restarts=1))
 
 
 MODES = {

@@ -28,10 +28,7 @@ DEFAULTS = dict(
 EBCC_DEFAULTS = dict(subtypes=10, a_pi=0.1, a_v=4.0, b_v=1.0, restarts=10, max_iters=500,
                      tol=1e-3, seed=0, empirical_prior=True)
 
-# --method auto (crowd/select.py): the candidates, simplest first, and the one-standard-error
-# rule's width, chosen by leave-one-dataset-out over the twelve shared sets (docs/crowd.md);
-# restarts of EBCC inside the folds (the final fit uses --restarts).
-# Above ``large`` answers the folds are at most 3 and EBCC restarts once in each (the choice
-# then costs about three EBCC fits; every shared set is below it).
-AUTO_DEFAULTS = dict(candidates=("majority", "one_coin", "bcc", "ebcc"), folds=5,
-                     standard_errors=8.0, fold_restarts=3, large=200_000)
+# --method auto (crowd/select.py): BCC, or majority vote on data whose median answer comes from
+# a worker with fewer than ``sparse_workers`` answers; the threshold chosen by leave-one-dataset-
+# out over the 21 shared sets (docs/crowd.md, tests/accuracy/crowd_lodo.py).
+AUTO_DEFAULTS = dict(sparse_workers=20)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TextIO
 
 import numpy as np
@@ -174,33 +175,69 @@ def _csv_field(value) -> str:
     return text
 
 
-def worker_table(model: CrowdModel, slots: np.ndarray):
-    """Per worker slot: the confusion matrix at beta = 1 (rows: truth, columns: answer) and the
-    reliability, the chance of answering the truth under the (learned) class prior."""
+@dataclass
+class WorkerView:
+    """What ``--workers`` and ``--workers_plot`` show of any fitted method: each worker's
+    confusion matrix (rows: truth, columns: answer; rows sum to 1), its reliability (the
+    chance of answering the truth under the class prior), the population's matrix, and the
+    worker slot of each worker (EM's hashed or exact map; the worker's index otherwise)."""
+    label_names: list[str]
+    matrices: np.ndarray  # workers x K x K
+    reliability: np.ndarray
+    population: np.ndarray  # K x K
+    population_title: str
+    slots: np.ndarray
+
+
+def _reliability(prior: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    return np.einsum("k,wkk->w", prior / prior.sum(), matrices)
+
+
+def em_view(model: CrowdModel, slots: np.ndarray) -> WorkerView:
+    """EM's worker slots at beta = 1, the learned class prior and the hypermean matrix."""
     matrices = confusion(model.alpha[slots])
     prior = np.exp(model.theta - model.theta.max())
-    prior /= prior.sum()
-    return matrices, np.einsum("k,wkk->w", prior, matrices)
+    return WorkerView(list(model.config.label_names), matrices, _reliability(prior, matrices),
+                      model.hypermean_confusion(), "hypermean confusion matrix", slots)
 
 
-def write_workers(path: str, model: CrowdModel, worker_names, slots: np.ndarray,
+def posterior_view(data, q: np.ndarray, matrices: np.ndarray | None = None) -> WorkerView:
+    """A method's view from its class posteriors ``q``: ``matrices`` when the method has its
+    own (BCC and EBCC: the posterior means), else each worker's answers counted against the
+    posteriors with one pseudo-answer per cell (majority vote, one-coin); the population's
+    matrix counts every answer so, and the class prior is the posteriors' mean."""
+    K, W = data.n_labels, len(data.worker_names)
+    item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
+    counts = np.zeros((W, K, K))
+    np.add.at(counts, (data.rating_worker, slice(None), data.rating_label), q[item])
+    population = counts.sum(axis=0) + 1.0
+    population /= population.sum(axis=1, keepdims=True)
+    if matrices is None:
+        matrices = counts + 1.0
+        matrices /= matrices.sum(axis=2, keepdims=True)
+    prior = q.sum(axis=0) + 1e-12
+    return WorkerView(list(data.label_names), matrices, _reliability(prior, matrices),
+                      population, "answers given per true label (all workers)",
+                      np.arange(W))
+
+
+def write_workers(path: str, view: WorkerView, worker_names,
                   answers_per_worker: np.ndarray) -> None:
     """CSV: worker, answers, slot, reliability, then ``p_<truth>_<answer>`` cells (atomic)."""
-    names = model.config.label_names
-    matrices, reliability = worker_table(model, slots)
+    names = view.label_names
     columns = [f"p_{truth}_{answer}" for truth in names for answer in names]
     with atomic_write(path, binary=False) as handle:
         handle.write("worker,answers,slot,reliability," + ",".join(map(_csv_field, columns)) + "\n")
         for w, name in enumerate(worker_names.tolist()):
-            cells = ",".join(f"{value:.6f}" for value in matrices[w].ravel())
-            handle.write(f"{_csv_field(name)},{int(answers_per_worker[w])},{int(slots[w])},"
-                         f"{reliability[w]:.6f},{cells}\n")
+            cells = ",".join(f"{value:.6f}" for value in view.matrices[w].ravel())
+            handle.write(f"{_csv_field(name)},{int(answers_per_worker[w])},{int(view.slots[w])},"
+                         f"{view.reliability[w]:.6f},{cells}\n")
 
 
-def plot_workers(path: str, model: CrowdModel, slots: np.ndarray,
-                 answers_per_worker: np.ndarray) -> str:
+def plot_workers(path: str, view: WorkerView, answers_per_worker: np.ndarray) -> str:
     """PNG (atomic): the workers' reliabilities (a histogram, each worker counted once, and
-    the share of the answers each reliability gave) beside the hypermean confusion matrix."""
+    the share of the answers each reliability gave) beside the population's confusion
+    matrix."""
     try:
         import matplotlib
     except ImportError:
@@ -208,8 +245,8 @@ def plot_workers(path: str, model: CrowdModel, slots: np.ndarray,
             from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    _, reliability = worker_table(model, slots)
-    names = [str(name) for name in model.config.label_names]
+    reliability = view.reliability
+    names = [str(name) for name in view.label_names]
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     bins = np.linspace(0.0, 1.0, 21)
     left.hist(reliability, bins=bins, color="#1f77b4", alpha=0.8, label="workers")
@@ -221,13 +258,13 @@ def plot_workers(path: str, model: CrowdModel, slots: np.ndarray,
     left.set_ylabel("workers")
     share.set_ylabel("share of the answers", color="#d62728")
     left.set_title(f"{reliability.size} workers")
-    matrix = model.hypermean_confusion()
+    matrix = view.population
     image = right.imshow(matrix, vmin=0.0, vmax=1.0, cmap="Blues")
     right.set_xticks(range(len(names)), names, rotation=45 if len(names) > 6 else 0)
     right.set_yticks(range(len(names)), names)
     right.set_xlabel("answer")
     right.set_ylabel("true label")
-    right.set_title("hypermean confusion matrix")
+    right.set_title(view.population_title)
     if len(names) <= 12:
         for (row, column), value in np.ndenumerate(matrix):
             right.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
