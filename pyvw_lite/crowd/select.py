@@ -4,7 +4,7 @@ BCC learns a confusion matrix per worker.  That pays where workers answer many i
 shared sets whose median answer comes from a worker with 58 answers or more, BCC is above
 majority vote on 16 of 19, level on 2 and 0.008 below it on one) and costs where they answer few:
 on the two sets whose median answer comes from a worker with 6 and 7 answers, BCC, EBCC, EM
-and one-coin are all 0.01-0.05 below majority vote, because a K x K matrix cannot be learned
+and one-coin are all 0.013-0.075 below majority vote, because a K x K matrix cannot be learned
 from a handful of answers and the prior alone decides.  So the default measures the worker
 density, the median over answers of how many answers the answering worker gave, and fits BCC
 when it is at least ``sparse_workers`` (20), majority vote below.  One number, one threshold,
