@@ -8,8 +8,9 @@ test examples: the paired difference of 0/1 losses with its 95% interval and the
 p-value, which tells a real difference from test-set noise far more sharply than two
 overlapping intervals do.  ``best constant`` predicts the
 most frequent training label.  Models given in ``[[peer]]`` run under Vowpal Wabbit when the
-``vowpalwabbit`` package is installed, in the same run.  The table is printed; a JSON record and,
-with matplotlib installed, a PNG bar chart with error bars are written next to the data.
+``vowpalwabbit`` package is installed, in the same run, with only the VW options on
+``peer.py``'s list (a config is data: docs/security.md).  The table is printed; a JSON record
+and, with matplotlib installed, a PNG bar chart with error bars are written next to the data.
 
 With ``task = "regression"`` (ratings, any numeric label) every model is scored by its test MSE
 with a 95% interval instead, ``best constant`` predicts the training mean, and the comparison
@@ -55,7 +56,7 @@ from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
                        paired_difference, wilson_interval)
-from .peer import vw_available, vw_command
+from .peer import PeerArgsError, check_peer_args, vw_available, vw_command
 from .split import split_file
 
 try:
@@ -135,48 +136,36 @@ def _split_args(where: str, text: str) -> list[str]:
 
 
 # A config is data (docs/security.md): the experiment names every file a run reads and writes,
-# inside its work directory, and the command line alone may choose an executor.  These options
-# are refused inside a config: ours that name a file or an executor, and VW's that name a file,
-# a port, a process or a log (for [[peer]] models).
+# inside its work directory, and the command line alone may choose an executor.  Our options
+# that name a file or an executor are refused inside a config; a [[peer]] gets only the VW
+# options on peer.py's list.
 CONFIG_REFUSED = FILES_AND_EXECUTOR + ("kill_cache", "shards", "averaging")
-VW_REFUSED = frozenset(CONFIG_REFUSED) | {
-    "audit_regressor", "daemon", "port", "port_file", "pid_file", "num_children", "foreground",
-    "dictionary", "dictionary_path", "feature_mask", "input_feature_regularizer",
-    "output_feature_regularizer_binary", "output_feature_regularizer_text", "extra_metrics",
-    "dump_json_weights_experimental", "log_output", "driver_output", "span_server_port",
-    "save_resume", "no_daemon", "json", "dsjson", "flatbuffer", "csv"}
-VW_REFUSED_SHORT = frozenset("dfiprc")
 
 
-def _refuse_in_config(where: str, argv: list[str], ours: bool) -> None:
-    """The first option of ``argv`` that a config may not give, named, or nothing."""
-    if ours:
-        try:
-            options = parse_argv(argv)
-        except OptionError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        refused = sorted(name for name in options.given if name in CONFIG_REFUSED)
-        if refused:
-            what = "a data file" if refused[0] == "data" else f"--{refused[0]}"
-            raise ConfigError(f"{where}: {what} may not be given in a config (the experiment "
-                              "names every file in its work directory; an executor comes from "
-                              "the command line)")
-        return
-    for token in argv:
-        if token.startswith("--"):
-            name = token[2:].split("=", 1)[0].replace("-", "_")
-            if name in VW_REFUSED:
-                raise ConfigError(f"{where}: VW's --{name} may not be given in a config (it "
-                                  "names a file, a port or a process)")
-        elif token.startswith("-") and len(token) > 1 and not token[1].isdigit() \
-                and token[1] != "." and token[1] in VW_REFUSED_SHORT:
-            raise ConfigError(f"{where}: VW's -{token[1]} may not be given in a config (it "
-                              "names a file)")
+def _refuse_ours(where: str, argv: list[str]) -> None:
+    """Our options must parse, and none may name a file or an executor."""
+    try:
+        options = parse_argv(argv)
+    except OptionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    refused = sorted(name for name in options.given if name in CONFIG_REFUSED)
+    if refused:
+        what = "a data file" if refused[0] == "data" else f"--{refused[0]}"
+        raise ConfigError(f"{where}: {what} may not be given in a config (the experiment "
+                          "names every file in its work directory; an executor comes from "
+                          "the command line)")
+
+
+def _refuse_peer(where: str, argv: list[str]) -> None:
+    try:
+        check_peer_args(argv)
+    except PeerArgsError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> None:
-    """``{K}`` is the only placeholder; our own models' options must parse, and no model may
-    name a file or an executor."""
+    """``{K}`` is the only placeholder; our own models' options must parse and name no file or
+    executor; a peer's, with ``common`` before them, must be on the peer's list."""
     try:
         fields = [field for _, field, _, _ in string.Formatter().parse(text)
                   if field is not None]
@@ -185,8 +174,11 @@ def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> N
     if any(field != "K" for field in fields):
         raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the number "
                           f"of labels), not {{{next(f for f in fields if f != 'K')}}}")
-    argv = _split_args(where, text.format(K=2))
-    _refuse_in_config(where, (common if ours else []) + argv, ours)
+    argv = common + _split_args(where, text.format(K=2))
+    if ours:
+        _refuse_ours(where, argv)
+    else:
+        _refuse_peer(where, argv)
 
 
 def _check_name(where: str, name: str) -> None:
@@ -224,7 +216,9 @@ def load_config(path: str) -> dict:
         raise ConfigError(f"{path}: [experiment] passes = {experiment['passes']} must be at "
                           "least 1")
     common = _split_args(f"{path}: [experiment] common", experiment.get("common", ""))
-    _refuse_in_config(f"{path}: [experiment] common", common, ours=True)
+    _refuse_ours(f"{path}: [experiment] common", common)
+    if config.get("peer"):
+        _refuse_peer(f"{path}: [experiment] common (given to the [[peer]] models too)", common)
     if "name" in experiment:
         _check_name(f"{path}: [experiment]", experiment["name"])
     names = set()

@@ -1,0 +1,262 @@
+"""Experiment configs are data, never commands (docs/security.md, "Experiment configs").
+
+A config's ``[[peer]]`` arguments go to Vowpal Wabbit, which can connect to a host
+(``--sendto``, ``--span_server``), listen on a port (``--daemon``, ``--active``) and read or
+write files: only options on an allow-list pass, written in full.  The only placeholder is
+``{K}``; the data a config names must be a regular file; running out of memory is one line
+naming the model.  Peers that pass the checks are run under a network guard: every host:port
+the fuzz writes points at a loopback listener that must accept nothing, and where strace is
+installed any inet socket call of the peer fails the test; a peer that hangs is killed and
+fails it too.
+"""
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from pyvw_lite.vw_options import VW_OPTIONS
+from pyvw_lite.workflow import experiment
+from pyvw_lite.workflow.experiment import ConfigError, load_config, run_experiment
+from pyvw_lite.workflow.peer import vw_available
+
+FUZZ_SEED = 20261127
+ANSWERS = "task,worker,label\n" + "".join(f"t{i % 40},w{i % 9},{(i * 7) % 3}\n"
+                                          for i in range(240))
+CONFIG = """[experiment]
+name = "small"
+answers = "answers.csv"
+test_fraction = 0.25
+seed = 1
+passes = 2
+common = "-b 12"
+
+[[models]]
+name = "best constant"
+constant = true
+
+[[peer]]
+name = "VW"
+args = "--oaa {K}"
+"""
+needs_vw = pytest.mark.skipif(not vw_available(), reason="the vowpalwabbit package is not "
+                                                         "installed")
+
+
+def write_config(folder, text: str):
+    (folder / "answers.csv").write_text(ANSWERS)
+    config = folder / "c.toml"
+    config.write_text(text)
+    return config
+
+
+def one_line_naming(exc: Exception, config) -> str:
+    message = str(exc)
+    assert "\n" not in message and str(config) in message, message
+    return message
+
+
+def files_under(root) -> set:
+    return {os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names}
+
+
+# ---------------------------------------------------------------------------- the network guard
+PEER_SECONDS = 60  # a peer still running then has hung (item 2 hung until killed)
+WATCHDOG = (
+    "import os, signal, subprocess, sys\n"
+    "log, seconds, command = sys.argv[1], float(sys.argv[2]), sys.argv[3:]\n"
+    "child = subprocess.Popen(command, start_new_session=True)\n"
+    "try:\n"
+    "    sys.exit(child.wait(seconds))\n"
+    "except subprocess.TimeoutExpired:\n"
+    "    os.killpg(child.pid, signal.SIGKILL)\n"
+    "    with open(log, 'a') as handle:\n"
+    "        handle.write('hung: ' + ' '.join(command) + '\\n')\n"
+    "    sys.exit(124)\n"
+)
+
+
+class NetworkGuard:
+    """Listens on a loopback port (IPv4 and IPv6) that the fuzz's host:port values name, and
+    wraps each peer command: a watchdog kills it when it hangs, and strace (when installed)
+    logs every socket call.  ``findings`` lists each connection accepted, each inet socket
+    call and each hang."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.connections: list[str] = []
+        self.listeners = [socket.create_server(("127.0.0.1", 0))]
+        self.port = self.listeners[0].getsockname()[1]
+        try:
+            self.listeners.append(socket.create_server(("::1", self.port),
+                                                       family=socket.AF_INET6))
+        except OSError:
+            pass  # no IPv6 loopback here
+        self.stopped = threading.Event()
+        self.threads = [threading.Thread(target=self._accept, args=(listener,), daemon=True)
+                        for listener in self.listeners]
+        for thread in self.threads:
+            thread.start()
+        self.strace = shutil.which("strace")
+        self.hangs = folder / "hangs.log"
+        self.runs = 0
+
+    def _accept(self, listener):
+        listener.settimeout(0.1)
+        while not self.stopped.is_set():
+            try:
+                connection, address = listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            connection.settimeout(0.5)
+            received = 0
+            try:
+                while chunk := connection.recv(65536):
+                    received += len(chunk)
+            except OSError:
+                pass
+            connection.close()
+            self.connections.append(f"connection from {address} ({received} bytes received)")
+
+    def wrap(self, command: list[str]) -> list[str]:
+        self.runs += 1
+        traced = ([self.strace, "-f", "-qq", "--seccomp-bpf", "-o",
+                   str(self.folder / f"strace.{self.runs}"),
+                   "-e", "trace=socket,connect,bind,listen,sendto,sendmsg"]
+                  if self.strace else [])
+        return [sys.executable, "-c", WATCHDOG, str(self.hangs), str(PEER_SECONDS),
+                *traced, *command]
+
+    def findings(self) -> list[str]:
+        found = list(self.connections)
+        for log in sorted(self.folder.glob("strace.*")):
+            found += [line.strip() for line in log.read_text().splitlines()
+                      if "AF_INET" in line]  # AF_INET6 too; AF_UNIX is the resolver's
+        if self.hangs.exists():
+            found += self.hangs.read_text().splitlines()
+        return found
+
+    def close(self):
+        self.stopped.set()
+        for thread in self.threads:
+            thread.join()
+        for listener in self.listeners:
+            listener.close()
+
+
+@pytest.fixture
+def network_guard(tmp_path_factory, monkeypatch):
+    """Every peer the experiment starts runs under a :class:`NetworkGuard`."""
+    guard = NetworkGuard(tmp_path_factory.mktemp("guard"))
+    plain = experiment.vw_command
+    monkeypatch.setattr(experiment, "vw_command",
+                        lambda *args, **keywords: guard.wrap(plain(*args, **keywords)))
+    yield guard
+    guard.close()
+
+
+@needs_vw
+def test_the_guard_sees_a_peer_that_connects(tmp_path, network_guard):
+    """The guard itself: VW given --sendto (item 2 of the review, past every config check)
+    connects to the listener, and the guard reports it."""
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{1 + i % 3} |a x{i % 5}\n" for i in range(50)))
+    try:
+        experiment._run_peer(["-d", str(data), "--oaa", "3", "--quiet",
+                              "--sendto", f"127.0.0.1:{network_guard.port}"])
+    except Exception:  # the listener hangs up: VW may fail, or not
+        pass
+    found = network_guard.findings()
+    assert any("connection from" in line for line in found), found
+    if network_guard.strace:
+        assert any(line.split(None, 1)[1].startswith("connect(") and "AF_INET" in line
+                   for line in found if " " in line), found
+
+
+# ---------------------------------------------------------------- item 2: peers and the network
+@pytest.mark.parametrize("args,needle", [
+    ("--oaa {K} --sendto 127.0.0.1:26542", "VW's --sendto may not"),
+    ("--oaa {K} --sendto=127.0.0.1:26542", "VW's --sendto may not"),
+    ("--oaa {K} --span_server 127.0.0.1 --total 2 --node 0 --unique_id 7",
+     "VW's --span_server may not"),
+    ("--oaa {K} --total 2", "VW's --total may not"),
+    ("--oaa {K} --span_server_port 26543", "VW's --span_server_port may not"),
+    ("--oaa {K} --daemon", "VW's --daemon may not"),
+    ("--oaa {K} --port 0", "VW's --port may not"),
+    ("--oaa {K} --active", "VW's --active may not"),
+    ("--oaa {K} --send 127.0.0.1:26542", "--send is not on the list"),
+    ("--oaa {K} --span 127.0.0.1", "--span is not on the list"),
+    ("--oaa {K} --sendt=127.0.0.1:26542", "--sendt is not on the list"),
+    ("--oaa {K} --Sendto 127.0.0.1:26542", "--Sendto is not on the list"),
+    ("--oaa {K} --send-to 127.0.0.1:26542", "--send-to is not on the list"),
+    ("--oaa {K} --bogus_option", "--bogus_option is not on the list"),
+    ("--oaa {K} --audit", "--audit is not on the list"),
+    ("--oaa {K} -a", "-a is not on the list"),
+    ("--oaa {K} other.vw", "'other.vw' is not an option"),
+    ("--oaa {K} -- --sendto 127.0.0.1:26542", "'--' is not on the list"),
+    ("--oaa {K} -", "'-' is not an option"),
+    ("--oaa {K} -ck", "VW's -c may not"),
+    ("--oaa {K} -tf x", "-t is not on the list"),
+    ("--oaa {K} -q --sendto", "its value '--sendto' looks like an option"),
+    ("--oaa {K} --quiet=1", "--quiet takes no value"),
+    ("--oaa", "--oaa needs a value"),
+    ("--oaa {K} -f x", "VW's -f may not"),
+    ("--oaa {K} --dictionary x:d.txt", "VW's --dictionary may not"),
+    ("--oaa {K} --feature_mask m", "VW's --feature_mask may not"),
+    ("--oaa {K} --log_output stderr", "VW's --log_output may not"),
+    ("--oaa {K} --flatbuffer", "VW's --flatbuffer may not"),
+])
+def test_a_peer_may_use_only_options_on_the_list(tmp_path, args, needle):
+    """Review item 2: `--sendto 127.0.0.1:PORT` sent the cached examples to a listener and the
+    experiment hung; `--span_server` passed the checks too.  Options are checked against an
+    allow-list, written in full: an abbreviation, another spelling, a positional data file
+    and a value that is an option are refused, each in one line naming the token."""
+    config = write_config(tmp_path, CONFIG.replace('"--oaa {K}"', json.dumps(args)))
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(config))
+    message = one_line_naming(caught.value, config)
+    assert needle in message and "[[peer]] 1" in message
+
+
+@pytest.mark.parametrize("common,needle", [
+    ("-b 12 --active", "VW's --active may not"),
+    ("-b 12 --sendto 127.0.0.1:9", "--sendto"),
+])
+def test_common_goes_to_the_peers_and_is_checked_as_theirs(tmp_path, common, needle):
+    """`common` is given to the [[peer]] models too: with a peer, it passes both checks
+    (`--active` is ours, and VW's without --simulation listens on a port)."""
+    config = write_config(tmp_path, CONFIG.replace('"-b 12"', json.dumps(common)))
+    with pytest.raises(ConfigError, match=needle) as caught:
+        load_config(str(config))
+    one_line_naming(caught.value, config)
+
+
+@pytest.mark.parametrize("args", [
+    "--oaa {K}", "--oaa={K} -b18 -qab --interactions ab -l 0.5 --loss_function=logistic",
+    "--ect {K} --holdout_off --l2 1e-6 --power_t 0.5 --initial_t -1",
+    "--oaa {K} --lrq ab2 --lrqdropout --ignore c --keep a -C -1",
+    "--oaa {K} --active --simulation --mellowness 0.01",
+    "--oaa {K} --named_labels 127.0.0.1:9,other.vw",
+])
+def test_a_peer_keeps_the_options_that_change_what_is_learned(tmp_path, args):
+    config = write_config(tmp_path, CONFIG.replace('"--oaa {K}"', json.dumps(args)))
+    assert load_config(str(config))["peer"][0]["args"] == args
+
+
+@needs_vw
+def test_a_peer_runs_under_the_guard_and_learns(tmp_path, network_guard):
+    """A peer on the list runs (its table row is VW's) and touches no network."""
+    config = write_config(tmp_path, CONFIG.replace(
+        '"--oaa {K}"', '"--oaa {K} -q aa --holdout_off --l2 0 --hash_seed 1"'))
+    result = run_experiment(str(config), str(tmp_path / "work"), plot=False,
+                            out=open(os.devnull, "w"))
+    assert [r.tool for r in result.results] == ["-", "VW"]
+    assert network_guard.findings() == []
