@@ -260,3 +260,31 @@ def test_a_peer_runs_under_the_guard_and_learns(tmp_path, network_guard):
                             out=open(os.devnull, "w"))
     assert [r.tool for r in result.results] == ["-", "VW"]
     assert network_guard.findings() == []
+
+
+# ------------------------------------------------------------------- item 4: placeholders
+@pytest.mark.parametrize("text", [
+    "--oaa {K:>2000000000}", "--oaa {K:>99999999999999999999}", "--oaa {K!r}", "--oaa {K:d}",
+    "--oaa {K!s:>3}", "--oaa {K.real}", "--oaa {K[0]}", "--oaa {0}", "--oaa {}", "--oaa {k}",
+    "--oaa { K}", "--oaa {{K}}", "--oaa {K", "--oaa K}",
+])
+@pytest.mark.parametrize("table", ["models", "peer"])
+def test_the_only_placeholder_is_K_exactly(tmp_path, text, table):
+    """Review item 4: `--oaa {K:>2000000000}` built a 2 GB string while the config was checked
+    (MemoryError traceback).  `{K}` exactly is the one placeholder: a conversion, a format
+    spec, attribute or index access, another field or a lone brace is one line naming the
+    config and the text."""
+    models = CONFIG.replace('[[peer]]\nname = "VW"\nargs = "--oaa {K}"\n', "")
+    models += f'\n[[{table}]]\nname = "m"\nargs = {json.dumps(text)}\n'
+    config = write_config(tmp_path, models)
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(config))
+    message = one_line_naming(caught.value, config)
+    assert repr(text) in message and "{K}" in message
+
+
+def test_common_may_hold_no_placeholder(tmp_path):
+    config = write_config(tmp_path, CONFIG.replace('"-b 12"', '"-b {K:>2000000000}"'))
+    with pytest.raises(ConfigError, match="common") as caught:
+        load_config(str(config))
+    one_line_naming(caught.value, config)

@@ -41,8 +41,8 @@ import io
 import json
 import math
 import os
+import re
 import shlex
-import string
 import subprocess
 import sys
 import time
@@ -163,18 +163,20 @@ def _refuse_peer(where: str, argv: list[str]) -> None:
         raise ConfigError(f"{where}: {exc}") from None
 
 
+def _with_labels(where: str, text: str, labels: int) -> str:
+    """``text`` with ``{K}`` (exactly) replaced by the number of labels.  str.format is not used:
+    a format spec such as ``{K:>2000000000}`` would build a string of any size."""
+    for match in re.finditer(r"\{[^{}]*\}?|\}", text):
+        if match.group() != "{K}":
+            raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the "
+                              f"number of labels, written exactly so), not {match.group()}")
+    return text.replace("{K}", str(labels))
+
+
 def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> None:
     """``{K}`` is the only placeholder; our own models' options must parse and name no file or
     executor; a peer's, with ``common`` before them, must be on the peer's list."""
-    try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(text)
-                  if field is not None]
-    except ValueError as exc:  # an unmatched brace
-        raise ConfigError(f"{where}: args = {text!r}: {exc}") from None
-    if any(field != "K" for field in fields):
-        raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the number "
-                          f"of labels), not {{{next(f for f in fields if f != 'K')}}}")
-    argv = common + _split_args(where, text.format(K=2))
+    argv = common + _split_args(where, _with_labels(where, text, 2))
     if ours:
         _refuse_ours(where, argv)
     else:
@@ -367,7 +369,7 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
             n = len(test_labels)
             args, tool = f"predicts {constant}", "-"
         else:
-            args = model["args"].format(K=K)
+            args = _with_labels(config_path, model["args"], K)
             stem = os.path.join(workdir, f"model{position}")
             cache = stem + (".vwcache" if tool == "VW" else ".cache")
             train_argv = (["-d", train, "--passes", str(passes), "-c", "-k", "--cache_file", cache,
