@@ -288,3 +288,35 @@ def test_common_may_hold_no_placeholder(tmp_path):
     with pytest.raises(ConfigError, match="common") as caught:
         load_config(str(config))
     one_line_naming(caught.value, config)
+
+
+# ------------------------------------------------------------------ item 5: data is a file
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/zero", "/dev/null"])
+@pytest.mark.parametrize("key", ["answers", "data"])
+def test_a_config_reads_only_regular_files(tmp_path, kind, key):
+    """Review item 5: `data = "/dev/zero"` read until memory ran out, `/dev/stdin` waited
+    forever.  The data a config names must be a regular file (a FIFO, a device or a folder is
+    refused in one line, before anything is opened or written)."""
+    if kind == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+    elif kind == "directory":
+        path = tmp_path / "folder"
+        path.mkdir()
+    else:
+        path = kind
+    config = write_config(tmp_path, CONFIG.replace('answers = "answers.csv"',
+                                                   f"{key} = {json.dumps(str(path))}"))
+    work = tmp_path / "work"
+    with pytest.raises(ConfigError, match="not a regular file") as caught:
+        run_experiment(str(config), str(work), with_peer=False, plot=False,
+                       out=open(os.devnull, "w"))
+    assert str(path) in one_line_naming(caught.value, config)
+    assert not work.exists() or not os.listdir(work)
+
+
+def test_the_config_itself_must_be_a_regular_file(tmp_path):
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(str(fifo))

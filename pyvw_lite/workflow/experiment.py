@@ -43,6 +43,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import subprocess
 import sys
 import time
@@ -183,6 +184,19 @@ def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> N
         _refuse_peer(where, argv)
 
 
+def _regular_file(path: str, where: str = "") -> None:
+    """A config, and a file it names, is read whole: a FIFO or a device could be endless or
+    block forever (/dev/zero, /dev/stdin), and a folder is no data."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ConfigError(f"{where}{': ' if where else ''}{path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise ConfigError(f"{where}{': ' if where else ''}{path} is {kind}, not a regular file")
+
+
 def _check_name(where: str, name: str) -> None:
     """An experiment's name becomes a folder under experiments/: a plain name, no path."""
     if not name or name in (".", "..") or any(c in name for c in "/\\\0") \
@@ -193,6 +207,7 @@ def _check_name(where: str, name: str) -> None:
 
 def load_config(path: str) -> dict:
     """The config, checked whole before any work starts: every error names the file and key."""
+    _regular_file(path)
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)
@@ -306,16 +321,17 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     setup = config["experiment"]
     name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
     workdir = workdir or os.path.join("experiments", name)
-    os.makedirs(workdir, exist_ok=True)
     seed = int(setup.get("seed", 0))
     all_lines = os.path.join(workdir, "all.vw")
-    source = _resolve(config_path, setup.get("answers", setup.get("data")), data_root)
+    key = "answers" if "answers" in setup else "data"
+    source = _resolve(config_path, setup[key], data_root)
+    _regular_file(source, f"{config_path}: [experiment] {key}")
+    os.makedirs(workdir, exist_ok=True)
     outputs = ["all.vw", "labels.json", "train.vw", "test.vw", "results.json", "results.png"]
     outputs += [f"model{k}{end}" for k in range(len(config["models"]) + len(config.get("peer", [])))
                 for end in (".cache", ".vwcache", ".model", ".pred")]
     try:  # the data may live anywhere; what the run writes stays in the work directory
-        check_paths([("answers" if "answers" in setup else "data", source)],
-                    [(name, os.path.join(workdir, name)) for name in outputs])
+        check_paths([(key, source)], [(name, os.path.join(workdir, name)) for name in outputs])
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
     if "answers" in setup:
