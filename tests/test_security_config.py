@@ -320,3 +320,44 @@ def test_the_config_itself_must_be_a_regular_file(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ConfigError, match="not a regular file"):
         load_config(str(fifo))
+
+
+# ------------------------------------------------------------------- item 9: out of memory
+def test_a_model_out_of_memory_is_one_line_naming_it(tmp_path, capsys):
+    """Review item 9: `common = "-b 32"` ended in a MemoryError traceback; the plain command
+    line prints one line.  The experiment says which model ran out of memory."""
+    from pyvw_lite.cli.main import main
+    linear = '[[models]]\nname = "linear"\nargs = "--sft {K}"\n'
+    config = write_config(tmp_path, CONFIG.replace('"-b 12"', '"-b 32"') + linear)
+    code = main(["experiment", str(config), "--workdir", str(tmp_path / "w"), "--no-peer"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "out of memory" in err and "'linear'" in err and str(config) in err
+
+
+@needs_vw
+def test_a_peer_that_fails_is_one_line_naming_it(tmp_path, capsys, network_guard):
+    """VW's own failure (here: no room for -b 32's weights) is its last line, naming the peer."""
+    from pyvw_lite.cli.main import main
+    text = CONFIG.replace('common = "-b 12"\n', "").replace('"--oaa {K}"', '"--oaa {K} -b 32"')
+    config = write_config(tmp_path, text)
+    code = main(["experiment", str(config), "--workdir", str(tmp_path / "w")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "'VW'" in err and "allocat" in err and str(config) in err
+    assert network_guard.findings() == []
+
+
+@needs_vw
+def test_a_peer_runs_in_bounded_memory(tmp_path, monkeypatch):
+    """A peer's address space is capped (half the machine's memory): a config asking for more
+    fails in VW, in one line, instead of exhausting a shared machine.  Here the cap is 1 GiB
+    and -b 28 asks for 4 GiB of weights."""
+    monkeypatch.setattr(experiment, "peer_memory", lambda: 1 << 30)
+    text = CONFIG.replace('common = "-b 12"\n', "").replace('"--oaa {K}"', '"--oaa {K} -b 28"')
+    config = write_config(tmp_path, text)
+    with pytest.raises(ConfigError, match="model 'VW': out of memory in VW: .*28 bits") as caught:
+        run_experiment(str(config), str(tmp_path / "w"), plot=False, out=open(os.devnull, "w"))
+    one_line_naming(caught.value, config)

@@ -57,7 +57,7 @@ from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
                        paired_difference, wilson_interval)
-from .peer import PeerArgsError, check_peer_args, vw_available, vw_command
+from .peer import PeerArgsError, check_peer_args, peer_memory, vw_available, vw_command
 from .split import split_file
 
 try:
@@ -299,19 +299,35 @@ def _labels_of(path: str) -> list[str]:
     return labels
 
 
+class _ModelFailed(Exception):
+    """A model's run failed; the message is the last line it printed."""
+
+
+def _last_line(text: str) -> str:
+    """The last line a failed run printed, without the name of a traceback's exception."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    kind, colon, message = lines[-1].partition(": ")
+    return message if colon and kind.isidentifier() and kind.endswith("Error") else lines[-1]
+
+
 def _run_ours(argv: list[str]) -> None:
     from ..workspace import Workspace
     sink = io.StringIO()
     with contextlib.redirect_stderr(sink):
         code = Workspace(argv).run()
     if code:
-        raise RuntimeError(f"pyvw-lite {' '.join(argv)} failed:\n{sink.getvalue()[-2000:]}")
+        raise _ModelFailed(f"pyvw-lite failed: {_last_line(sink.getvalue())}")
 
 
 def _run_peer(argv: list[str]) -> None:
-    done = subprocess.run(vw_command(argv), capture_output=True, text=True)
+    done = subprocess.run(vw_command(argv, memory=peer_memory()), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
     if done.returncode:
-        raise RuntimeError(f"VW {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+        line = _last_line(done.stderr)
+        raise _ModelFailed(("out of memory in VW: " if "allocat" in line else "VW failed: ")
+                           + line)
 
 
 def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
@@ -392,8 +408,15 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                            "-f", stem + ".model", "--quiet"] + common + shlex.split(args))
             test_argv = ["-d", test, "-t", "-i", stem + ".model", "-p", stem + ".pred", "--quiet"]
             runner = _run_peer if tool == "VW" else _run_ours
-            runner(train_argv)
-            runner(test_argv)
+            try:
+                runner(train_argv)
+                runner(test_argv)
+            except MemoryError as exc:  # one line naming the model, as the command line's
+                raise ConfigError(f"{config_path}: model {model['name']!r}: out of memory "
+                                  f"({exc or 'an allocation failed'}; the weight table halves "
+                                  "with each bit less of -b)") from None
+            except (_ModelFailed, ValueError) as exc:
+                raise ConfigError(f"{config_path}: model {model['name']!r}: {exc}") from None
             evaluation = evaluate_predictions(stem + ".pred", test)
             if regression != isinstance(evaluation, RegressionEvaluation):
                 raise ConfigError(f"{config_path}: model {model['name']!r} predicts "

@@ -10,6 +10,7 @@ printed, written in full.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Sequence
@@ -22,15 +23,30 @@ VW_RUNNER = (
     "workspace = Workspace(arg_list=sys.argv[1:])\n"
     "workspace.finish()\n"
 )
+# the child's address space, capped before VW starts: a weight table too big fails to allocate
+MEMORY_CAP = (
+    "import resource\n"
+    "_, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
+    "cap = {memory} if hard == resource.RLIM_INFINITY else min({memory}, hard)\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, hard))\n"
+)
 
 
 def vw_available(python: str = sys.executable) -> bool:
     return subprocess.run([python, "-c", "import vowpalwabbit"], capture_output=True).returncode == 0
 
 
-def vw_command(args: list[str]) -> list[str]:
-    """The argv that runs VW with ``args`` (VW's own command-line options)."""
-    return [sys.executable, "-c", VW_RUNNER, *args]
+def vw_command(args: list[str], memory: int | None = None) -> list[str]:
+    """The argv that runs VW with ``args`` (VW's own command-line options), in at most
+    ``memory`` bytes of address space when given."""
+    cap = MEMORY_CAP.format(memory=int(memory)) if memory else ""
+    return [sys.executable, "-c", cap + VW_RUNNER, *args]
+
+
+def peer_memory() -> int:
+    """The address space a config's peer may take: half the machine's memory, so that
+    ``-b 32`` or ``--oaa 2000000000`` fails in VW instead of exhausting a shared machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 class PeerArgsError(ValueError):
