@@ -361,3 +361,151 @@ def test_a_peer_runs_in_bounded_memory(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="model 'VW': out of memory in VW: .*28 bits") as caught:
         run_experiment(str(config), str(tmp_path / "w"), plot=False, out=open(os.devnull, "w"))
     one_line_naming(caught.value, config)
+
+
+# ---------------------------------------------------------------------------------- the fuzz
+RISKY = ("sendto", "span_server", "span_server_port", "unique_id", "total", "node", "daemon",
+         "port", "port_file", "pid_file", "num_children", "foreground", "active", "data",
+         "final_regressor", "initial_regressor", "predictions", "raw_predictions", "cache_file",
+         "readable_model", "invert_hash", "dictionary", "dictionary_path", "feature_mask",
+         "input_feature_regularizer", "output_feature_regularizer_text",
+         "output_feature_regularizer_binary", "dump_json_weights_experimental",
+         "audit_regressor", "extra_metrics", "save_per_pass", "log_output")
+VW_SHORT = "abcdfhiklpqrtBCP"
+FORMATS = ("{K}", "{K:>9}", "{K!r}", "{K:d}", "{K.real}", "{K[0]}", "{0}", "{}", "{{K}}", "{k}")
+
+
+def _fuzz_value(rng, port: int, outside: str) -> str:
+    values = (str(int(rng.integers(-3, 40))), f"{rng.normal():.3g}", "ab", "rt", "::", "a",
+              f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "127.0.0.1",
+              "localhost", str(port), f"192.0.2.1:{port}", f"{outside}/file", "../escape",
+              f"x:{outside}/dictionary", "0", "2000000000", "-1")
+    return values[int(rng.integers(len(values)))]
+
+
+def _fuzz_token(rng, names: list[str], port: int, outside: str) -> str:
+    """One token, or an option with its value: VW's whole option list (a third of the time one
+    that names a file, a host or a port), abbreviated, with '=', as short flags and clusters,
+    positional values and format specs."""
+    name = (RISKY[int(rng.integers(len(RISKY)))] if rng.random() < 0.35
+            else names[int(rng.integers(len(names)))])
+    value = _fuzz_value(rng, port, outside)
+    choice = rng.random()
+    if choice < 0.35:
+        return f"--{name} {shlex.quote(value)}" if rng.random() < 0.6 else f"--{name}"
+    if choice < 0.5:
+        return f"--{name}={shlex.quote(value)}"
+    if choice < 0.6:
+        return f"--{name[:int(rng.integers(1, len(name) + 1))]} {shlex.quote(value)}"
+    letter = VW_SHORT[int(rng.integers(len(VW_SHORT)))]
+    if choice < 0.7:
+        return f"-{letter} {shlex.quote(value)}"
+    if choice < 0.78:
+        return f"-{letter}{shlex.quote(value)}"
+    if choice < 0.85:
+        return "-" + "".join(VW_SHORT[int(k)] for k in rng.integers(len(VW_SHORT), size=2))
+    if choice < 0.93:
+        return FORMATS[int(rng.integers(len(FORMATS)))]
+    return shlex.quote(value)
+
+
+def _fuzz_config(rng, names, port: int, outside: str) -> str:
+    """CONFIG with 1 to 3 fuzz tokens added to the peer's args, to common, or to both."""
+    def tokens():
+        return " ".join(_fuzz_token(rng, names, port, outside)
+                        for _ in range(int(rng.integers(1, 4))))
+    where = rng.random()
+    text = CONFIG
+    if where < 0.7:
+        text = text.replace('"--oaa {K}"', json.dumps("--oaa {K} " + tokens()))
+    if where > 0.5:
+        text = text.replace('"-b 12"', json.dumps("-b 12 " + tokens()))
+    return text
+
+
+def _names_given(argv: list[str]) -> set[str]:
+    """The VW option names that the tokens of ``argv`` begin, spelt out or abbreviated: the
+    test's own reading, independent of the experiment's."""
+    shorts = {"a": "audit", "c": "cache", "d": "data", "f": "final_regressor", "h": "help",
+              "i": "initial_regressor", "k": "kill_cache", "p": "predictions",
+              "r": "raw_predictions", "t": "testonly", "P": "progress"}
+    named = set()
+    for token in argv:
+        if token.startswith("--"):
+            stem = token[2:].split("=", 1)[0]
+            named |= {name for name in VW_OPTIONS if stem and name.startswith(stem)}
+        elif token.startswith("-") and len(token) > 1 and token[1] in shorts:
+            named.add(shorts[token[1]])
+    return named
+
+
+def test_config_fuzz_refuses_or_loads_only_listed_options(tmp_path, monkeypatch):
+    """4,000 seeded configs with fuzzed peer and common arguments: each is refused in one line
+    naming the config, or loads, and then no token of the arguments a peer gets begins the
+    name of an option that reaches the network, names a file or shows the data, and every
+    brace is a plain {K}."""
+    names = sorted(VW_OPTIONS)
+    outside = tmp_path / "outside"
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(FUZZ_SEED)
+    loaded = 0
+    for k in range(4000):
+        config = write_config(tmp_path, _fuzz_config(rng, names, 26542, str(outside)))
+        try:
+            parsed = load_config(str(config))
+        except ConfigError as exc:
+            one_line_naming(exc, config)
+            continue
+        loaded += 1
+        args = parsed["experiment"].get("common", "") + " " + parsed["peer"][0]["args"]
+        assert "{" not in args.replace("{K}", "") and "}" not in args.replace("{K}", "")
+        given = _names_given(shlex.split(args.replace("{K}", "3")))
+        refused = set(RISKY) - {"active"} | {"audit", "cache", "kill_cache", "help"}
+        assert not given & refused, args
+        assert "active" not in given or "simulation" in given, args
+    assert 50 < loaded < 3800
+
+
+@needs_vw
+def test_config_fuzz_peers_reach_no_network_and_write_only_their_work_directory(
+        tmp_path, monkeypatch, network_guard):
+    """Seeded fuzzed configs that load are run, peers included, under the network guard (the
+    host:port values name its listener): none connects, listens, sends or hangs, and every
+    file written is in the run's work directory.  The sample runs first the configs whose
+    arguments name a host, a port or a path."""
+    names = sorted(VW_OPTIONS)
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(sandbox)
+    rng = np.random.default_rng(FUZZ_SEED + 1)
+    loaded = []
+    for _ in range(3000):
+        text = _fuzz_config(rng, names, network_guard.port, str(outside))
+        config = write_config(sandbox, text)
+        try:
+            load_config(str(config))
+        except ConfigError:
+            continue
+        loaded.append(text)
+    marks = (str(network_guard.port), "localhost", "127.0.0.1", "::1", "192.0.2.1",
+             str(outside), "escape")
+    loaded.sort(key=lambda text: not any(mark in text for mark in marks))
+    before = files_under(tmp_path)
+    ran = 0
+    for k, text in enumerate(loaded[:40]):
+        config = write_config(sandbox, text)
+        work = sandbox / f"work{k}"
+        try:
+            run_experiment(str(config), str(work), plot=False, out=open(os.devnull, "w"))
+            ran += 1
+        except ConfigError as exc:
+            one_line_naming(exc, config)  # a peer on the list may still fail (a bad value)
+        assert network_guard.findings() == [], text
+        written = files_under(tmp_path) - before
+        assert all(path.startswith(str(work) + os.sep) or path == str(config)
+                   for path in written), (text, sorted(written))
+        before |= written
+    assert ran >= 8 and network_guard.runs >= 40
+    assert not os.listdir(outside)
