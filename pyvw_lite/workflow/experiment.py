@@ -8,8 +8,9 @@ test examples: the paired difference of 0/1 losses with its 95% interval and the
 p-value, which tells a real difference from test-set noise far more sharply than two
 overlapping intervals do.  ``best constant`` predicts the
 most frequent training label.  Models given in ``[[peer]]`` run under Vowpal Wabbit when the
-``vowpalwabbit`` package is installed, in the same run.  The table is printed; a JSON record and,
-with matplotlib installed, a PNG bar chart with error bars are written next to the data.
+``vowpalwabbit`` package is installed, in the same run, with only the VW options on
+``peer.py``'s list (a config is data: docs/security.md).  The table is printed; a JSON record
+and, with matplotlib installed, a PNG bar chart with error bars are written next to the data.
 
 With ``task = "regression"`` (ratings, any numeric label) every model is scored by its test MSE
 with a 95% interval instead, ``best constant`` predicts the training mean, and the comparison
@@ -40,8 +41,9 @@ import io
 import json
 import math
 import os
+import re
 import shlex
-import string
+import stat
 import subprocess
 import sys
 import time
@@ -55,7 +57,7 @@ from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
                        paired_difference, wilson_interval)
-from .peer import vw_available, vw_command
+from .peer import PeerArgsError, check_peer_args, peer_memory, vw_available, vw_command
 from .split import split_file
 
 try:
@@ -135,58 +137,64 @@ def _split_args(where: str, text: str) -> list[str]:
 
 
 # A config is data (docs/security.md): the experiment names every file a run reads and writes,
-# inside its work directory, and the command line alone may choose an executor.  These options
-# are refused inside a config: ours that name a file or an executor, and VW's that name a file,
-# a port, a process or a log (for [[peer]] models).
+# inside its work directory, and the command line alone may choose an executor.  Our options
+# that name a file or an executor are refused inside a config; a [[peer]] gets only the VW
+# options on peer.py's list.
 CONFIG_REFUSED = FILES_AND_EXECUTOR + ("kill_cache", "shards", "averaging")
-VW_REFUSED = frozenset(CONFIG_REFUSED) | {
-    "audit_regressor", "daemon", "port", "port_file", "pid_file", "num_children", "foreground",
-    "dictionary", "dictionary_path", "feature_mask", "input_feature_regularizer",
-    "output_feature_regularizer_binary", "output_feature_regularizer_text", "extra_metrics",
-    "dump_json_weights_experimental", "log_output", "driver_output", "span_server_port",
-    "save_resume", "no_daemon", "json", "dsjson", "flatbuffer", "csv"}
-VW_REFUSED_SHORT = frozenset("dfiprc")
 
 
-def _refuse_in_config(where: str, argv: list[str], ours: bool) -> None:
-    """The first option of ``argv`` that a config may not give, named, or nothing."""
-    if ours:
-        try:
-            options = parse_argv(argv)
-        except OptionError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        refused = sorted(name for name in options.given if name in CONFIG_REFUSED)
-        if refused:
-            what = "a data file" if refused[0] == "data" else f"--{refused[0]}"
-            raise ConfigError(f"{where}: {what} may not be given in a config (the experiment "
-                              "names every file in its work directory; an executor comes from "
-                              "the command line)")
-        return
-    for token in argv:
-        if token.startswith("--"):
-            name = token[2:].split("=", 1)[0].replace("-", "_")
-            if name in VW_REFUSED:
-                raise ConfigError(f"{where}: VW's --{name} may not be given in a config (it "
-                                  "names a file, a port or a process)")
-        elif token.startswith("-") and len(token) > 1 and not token[1].isdigit() \
-                and token[1] != "." and token[1] in VW_REFUSED_SHORT:
-            raise ConfigError(f"{where}: VW's -{token[1]} may not be given in a config (it "
-                              "names a file)")
+def _refuse_ours(where: str, argv: list[str]) -> None:
+    """Our options must parse, and none may name a file or an executor."""
+    try:
+        options = parse_argv(argv)
+    except OptionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    refused = sorted(name for name in options.given if name in CONFIG_REFUSED)
+    if refused:
+        what = "a data file" if refused[0] == "data" else f"--{refused[0]}"
+        raise ConfigError(f"{where}: {what} may not be given in a config (the experiment "
+                          "names every file in its work directory; an executor comes from "
+                          "the command line)")
+
+
+def _refuse_peer(where: str, argv: list[str]) -> None:
+    try:
+        check_peer_args(argv)
+    except PeerArgsError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _with_labels(where: str, text: str, labels: int) -> str:
+    """``text`` with ``{K}`` (exactly) replaced by the number of labels.  str.format is not used:
+    a format spec such as ``{K:>2000000000}`` would build a string of any size."""
+    for match in re.finditer(r"\{[^{}]*\}?|\}", text):
+        if match.group() != "{K}":
+            raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the "
+                              f"number of labels, written exactly so), not {match.group()}")
+    return text.replace("{K}", str(labels))
 
 
 def _check_model_args(where: str, text: str, ours: bool, common: list[str]) -> None:
-    """``{K}`` is the only placeholder; our own models' options must parse, and no model may
-    name a file or an executor."""
+    """``{K}`` is the only placeholder; our own models' options must parse and name no file or
+    executor; a peer's, with ``common`` before them, must be on the peer's list."""
+    argv = common + _split_args(where, _with_labels(where, text, 2))
+    if ours:
+        _refuse_ours(where, argv)
+    else:
+        _refuse_peer(where, argv)
+
+
+def _regular_file(path: str, where: str = "") -> None:
+    """A config, and a file it names, is read whole: a FIFO or a device could be endless or
+    block forever (/dev/zero, /dev/stdin), and a folder is no data."""
     try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(text)
-                  if field is not None]
-    except ValueError as exc:  # an unmatched brace
-        raise ConfigError(f"{where}: args = {text!r}: {exc}") from None
-    if any(field != "K" for field in fields):
-        raise ConfigError(f"{where}: args = {text!r}: the only placeholder is {{K}} (the number "
-                          f"of labels), not {{{next(f for f in fields if f != 'K')}}}")
-    argv = _split_args(where, text.format(K=2))
-    _refuse_in_config(where, (common if ours else []) + argv, ours)
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ConfigError(f"{where}{': ' if where else ''}{path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise ConfigError(f"{where}{': ' if where else ''}{path} is {kind}, not a regular file")
 
 
 def _check_name(where: str, name: str) -> None:
@@ -199,6 +207,7 @@ def _check_name(where: str, name: str) -> None:
 
 def load_config(path: str) -> dict:
     """The config, checked whole before any work starts: every error names the file and key."""
+    _regular_file(path)
     try:
         with open(path, "rb") as handle:
             config = tomllib.load(handle)
@@ -224,7 +233,9 @@ def load_config(path: str) -> dict:
         raise ConfigError(f"{path}: [experiment] passes = {experiment['passes']} must be at "
                           "least 1")
     common = _split_args(f"{path}: [experiment] common", experiment.get("common", ""))
-    _refuse_in_config(f"{path}: [experiment] common", common, ours=True)
+    _refuse_ours(f"{path}: [experiment] common", common)
+    if config.get("peer"):
+        _refuse_peer(f"{path}: [experiment] common (given to the [[peer]] models too)", common)
     if "name" in experiment:
         _check_name(f"{path}: [experiment]", experiment["name"])
     names = set()
@@ -288,19 +299,35 @@ def _labels_of(path: str) -> list[str]:
     return labels
 
 
+class _ModelFailed(Exception):
+    """A model's run failed; the message is the last line it printed."""
+
+
+def _last_line(text: str) -> str:
+    """The last line a failed run printed, without the name of a traceback's exception."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    kind, colon, message = lines[-1].partition(": ")
+    return message if colon and kind.isidentifier() and kind.endswith("Error") else lines[-1]
+
+
 def _run_ours(argv: list[str]) -> None:
     from ..workspace import Workspace
     sink = io.StringIO()
     with contextlib.redirect_stderr(sink):
         code = Workspace(argv).run()
     if code:
-        raise RuntimeError(f"pyvw-lite {' '.join(argv)} failed:\n{sink.getvalue()[-2000:]}")
+        raise _ModelFailed(f"pyvw-lite failed: {_last_line(sink.getvalue())}")
 
 
 def _run_peer(argv: list[str]) -> None:
-    done = subprocess.run(vw_command(argv), capture_output=True, text=True)
+    done = subprocess.run(vw_command(argv, memory=peer_memory()), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
     if done.returncode:
-        raise RuntimeError(f"VW {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+        line = _last_line(done.stderr)
+        raise _ModelFailed(("out of memory in VW: " if "allocat" in line else "VW failed: ")
+                           + line)
 
 
 def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
@@ -310,16 +337,17 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     setup = config["experiment"]
     name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
     workdir = workdir or os.path.join("experiments", name)
-    os.makedirs(workdir, exist_ok=True)
     seed = int(setup.get("seed", 0))
     all_lines = os.path.join(workdir, "all.vw")
-    source = _resolve(config_path, setup.get("answers", setup.get("data")), data_root)
+    key = "answers" if "answers" in setup else "data"
+    source = _resolve(config_path, setup[key], data_root)
+    _regular_file(source, f"{config_path}: [experiment] {key}")
+    os.makedirs(workdir, exist_ok=True)
     outputs = ["all.vw", "labels.json", "train.vw", "test.vw", "results.json", "results.png"]
     outputs += [f"model{k}{end}" for k in range(len(config["models"]) + len(config.get("peer", [])))
                 for end in (".cache", ".vwcache", ".model", ".pred")]
     try:  # the data may live anywhere; what the run writes stays in the work directory
-        check_paths([("answers" if "answers" in setup else "data", source)],
-                    [(name, os.path.join(workdir, name)) for name in outputs])
+        check_paths([(key, source)], [(name, os.path.join(workdir, name)) for name in outputs])
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
     if "answers" in setup:
@@ -373,15 +401,22 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
             n = len(test_labels)
             args, tool = f"predicts {constant}", "-"
         else:
-            args = model["args"].format(K=K)
+            args = _with_labels(config_path, model["args"], K)
             stem = os.path.join(workdir, f"model{position}")
             cache = stem + (".vwcache" if tool == "VW" else ".cache")
             train_argv = (["-d", train, "--passes", str(passes), "-c", "-k", "--cache_file", cache,
                            "-f", stem + ".model", "--quiet"] + common + shlex.split(args))
             test_argv = ["-d", test, "-t", "-i", stem + ".model", "-p", stem + ".pred", "--quiet"]
             runner = _run_peer if tool == "VW" else _run_ours
-            runner(train_argv)
-            runner(test_argv)
+            try:
+                runner(train_argv)
+                runner(test_argv)
+            except MemoryError as exc:  # one line naming the model, as the command line's
+                raise ConfigError(f"{config_path}: model {model['name']!r}: out of memory "
+                                  f"({exc or 'an allocation failed'}; the weight table halves "
+                                  "with each bit less of -b)") from None
+            except (_ModelFailed, ValueError) as exc:
+                raise ConfigError(f"{config_path}: model {model['name']!r}: {exc}") from None
             evaluation = evaluate_predictions(stem + ".pred", test)
             if regression != isinstance(evaluation, RegressionEvaluation):
                 raise ConfigError(f"{config_path}: model {model['name']!r} predicts "
