@@ -47,11 +47,17 @@ BCC_DEFAULTS = dict(EBCC_DEFAULTS, subtypes=1, restarts=1)
 @kernel(inline="always")
 def digamma(x):
     """psi(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series (|error| <
-    1e-12 there)."""
+    1e-12 there).  The recurrence's sum of 1/x + 1/(x+1) + ... is kept as one fraction, so it
+    costs one division, not up to six."""
     result = 0.0
-    while x < 6.0:
-        result -= 1.0 / x
-        x += 1.0
+    if x < 6.0:
+        numerator = 0.0
+        denominator = 1.0
+        while x < 6.0:
+            numerator = numerator * x + denominator
+            denominator *= x
+            x += 1.0
+        result = -numerator / denominator
     f = 1.0 / (x * x)
     series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))))
     return result + math.log(x) - 0.5 / x - series
