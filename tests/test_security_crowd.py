@@ -1,0 +1,267 @@
+"""Crowd models and crowd runs: a file from elsewhere is data (docs/security.md, "Models").
+
+A crowd model (``crowd -f``, read with ``crowd -i``) may change the labels, as data does, but may
+not corrupt memory, end in a traceback or give NaN posteriors without a word, even when its
+digest is valid (anyone can compute one): every field is checked at load, and anything a model
+does not write is ``PATH: malformed crowd model (...)``.  A crowd file with free-text labels or
+absurd options is refused up front with one line, before memory is asked for.
+
+"""
+import hashlib
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyvw_lite.cli.main import main
+from pyvw_lite.io.model_io import MAGIC, ModelError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUZZ_SEED = 20261127
+N_TASKS = 30
+
+
+def answers_text(n_tasks: int = N_TASKS, labels=("0", "1", "2")) -> str:
+    """Four answers per task by six workers; the fourth answer of each task is one label off."""
+    rows = [f"t{i},w{(i + j) % 6},{labels[(i + (j == 3)) % len(labels)]}\n"
+            for i in range(n_tasks) for j in range(4)]
+    return "task,worker,label\n" + "".join(rows)
+
+
+def model_parts(raw: bytes) -> tuple[dict, dict]:
+    """(header, arrays by name) of a model file's bytes."""
+    (size,) = struct.unpack_from("<I", raw, len(MAGIC))
+    start = len(MAGIC) + 4
+    header = json.loads(raw[start:start + size])
+    payload = raw[start + size:-32]
+    arrays = {entry["name"]: np.frombuffer(payload[entry["offset"]:entry["offset"]
+                                                   + entry["nbytes"]],
+                                           dtype=entry["dtype"]).reshape(entry["shape"])
+              for entry in header["arrays"]}
+    return header, arrays
+
+
+def signed(header: dict, arrays: dict) -> bytes:
+    """A model file with a valid digest around any header and arrays (the directory rebuilt
+    from the arrays): what a hostile author can write."""
+    header = dict(header)
+    directory, chunks, offset = [], [], 0
+    for name, array in arrays.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        directory.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape),
+                          "offset": offset, "nbytes": len(raw)})
+        chunks.append(raw)
+        offset += len(raw)
+    header.update(arrays=directory, payload_bytes=offset)
+    text = json.dumps(header).encode()
+    body = MAGIC + struct.pack("<I", len(text)) + text + b"".join(chunks)
+    return body + hashlib.sha256(body).digest()
+
+
+def edited(model_path, edit) -> bytes:
+    """The model file with ``edit(header, arrays)`` applied, signed again."""
+    header, arrays = model_parts(open(model_path, "rb").read())
+    arrays = dict(arrays)
+    edit(header, arrays)
+    return signed(header, arrays)
+
+
+@pytest.fixture(scope="module")
+def crowd_models(tmp_path_factory):
+    """An answers file and three models of it: online with hashed slots (2^3), batch EM with
+    an exact map (one slot per worker), online with an exact map of 2^3 slots."""
+    folder = tmp_path_factory.mktemp("crowd-models")
+    answers = folder / "answers.csv"
+    answers.write_text(answers_text())
+    runs = {"hash": ["--n_worker_bits", "3"], "exact": ["--batch", "--method", "em"],
+            "exact_online": ["--worker_map", "exact", "--n_worker_bits", "3"]}
+    models = {}
+    for name, extra in runs.items():
+        models[name] = folder / f"{name}.pvw"
+        assert main(["crowd", str(answers), *extra, "-f", str(models[name]), "--quiet"]) == 0
+    return answers, models
+
+
+def crowd(args, capsys) -> tuple[int, str]:
+    code = main(["crowd", *map(str, args), "--quiet"])
+    return code, capsys.readouterr().err
+
+
+def _child_environment() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+
+def _memory_bound():
+    """A child's address space: 4 GiB, so a runaway allocation fails the test, not the machine."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def crowd_in_subprocess(args, timeout: float = 60.0) -> tuple[int, str]:
+    """The crowd command in a child process: a crash, a hang or a runaway allocation fails the
+    test, not pytest."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "pyvw_lite", "crowd", *map(str, args),
+                               "--quiet"], capture_output=True, text=True, timeout=timeout,
+                              env=_child_environment(), cwd=ROOT, preexec_fn=_memory_bound)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"crowd {' '.join(map(str, args))} still running after {timeout:g} s")
+    return done.returncode, done.stderr
+
+
+def assert_one_line_refusal(code: int, err: str, *needles: str) -> None:
+    assert code == 1, (code, err)
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+# ----------------------------------------------------------------- item 1: sizes and slots
+def _one_slot(header, arrays):
+    arrays["alpha"], arrays["stamp"] = arrays["alpha"][:1], arrays["stamp"][:1]
+
+
+def _half_the_slots(header, arrays):
+    arrays["alpha"], arrays["stamp"] = arrays["alpha"][:4], arrays["stamp"][:4]
+
+
+def _short_theta(header, arrays):
+    arrays["theta"] = arrays["theta"][:1]
+
+
+def _long_theta(header, arrays):
+    arrays["theta"] = np.concatenate([arrays["theta"], arrays["theta"]])
+
+
+def _slot_beyond_the_table(header, arrays):
+    header["state"]["workers"][0][1] = 1 << 20
+
+
+@pytest.mark.parametrize("base,edit", [("hash", _one_slot), ("hash", _half_the_slots),
+                                       ("hash", _short_theta), ("hash", _long_theta),
+                                       ("exact_online", _one_slot),
+                                       ("exact_online", _slot_beyond_the_table)])
+def test_a_signed_crowd_model_whose_arrays_miss_slots_is_refused(crowd_models, tmp_path, base,
+                                                                 edit):
+    """Issue item 1: alpha/stamp of 1 slot (of 2^n_worker_bits) with a valid digest ended in a
+    segfault, a glibc abort or garbage; theta shorter than K read out of bounds, exit 0."""
+    answers, models = crowd_models
+    evil = tmp_path / "evil.pvw"
+    evil.write_bytes(edited(models[base], edit))
+    out = tmp_path / "out.csv"
+    code, err = crowd_in_subprocess([answers, "-i", evil, "-p", out])
+    assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (")
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------- item 8: field kinds
+@pytest.mark.parametrize("edit,needle", [
+    (lambda h, a: h["state"]["config"].update(label_names=[{"a": 1}, {"b": 2}, {"c": 3}]),
+     "label_names"),
+    (lambda h, a: h["state"]["config"].update(label_names=["0", "0", "1"]), "label_names"),
+    (lambda h, a: h["state"]["config"].update(label_names=["0", "1"]), "label_names"),
+    (lambda h, a: h["state"].update(t=2 ** 70), "t = "),
+    (lambda h, a: h["state"].update(t=1.5), "t = "),
+    (lambda h, a: a.update(theta=a["theta"].astype(np.uint16)), "theta"),
+    (lambda h, a: h["state"]["config"].update(n_labels="3"), "n_labels"),
+    (lambda h, a: h["state"]["config"].update(n_labels=1 << 40), "n_labels"),
+    (lambda h, a: h["state"]["config"].update(n_worker_bits=2 ** 70), "n_worker_bits"),
+    (lambda h, a: h["state"]["config"].update(priorz=[True, 1, 1]), "priorz"),
+    (lambda h, a: h["state"]["config"].update(symmetric="yes"), "symmetric"),
+    (lambda h, a: h["state"]["config"].update(nu="-2"), "nu"),
+    (lambda h, a: h["state"].update(config=[1, 2]), "config"),
+    (lambda h, a: h["state"].update(workers={"w": 1}), "workers"),
+    (lambda h, a: h["state"].pop("t"), "t"),
+    (lambda h, a: a.pop("mu"), "arrays"),
+    (lambda h, a: a.update(extra=np.zeros(3)), "arrays"),
+    (lambda h, a: h.update(options=["crowd", "--executor", "dask:tcp://127.0.0.1:9"]), "options"),
+])
+def test_crowd_model_fields_of_the_wrong_kind_are_one_line_errors(crowd_models, tmp_path, edit,
+                                                                  needle, capsys):
+    """Issue item 8: label_names of dicts (TypeError), t = 2**70 (numba TypingError) and theta
+    as uint16 (UFuncTypeError) ended in tracebacks."""
+    answers, models = crowd_models
+    evil = tmp_path / "evil.pvw"
+    evil.write_bytes(edited(models["hash"], edit))
+    code, err = crowd([answers, "-i", evil, "-p", tmp_path / "out.csv"], capsys)
+    assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (", needle)
+
+
+# ----------------------------------------------------------------- item 10: non-finite numbers
+@pytest.mark.parametrize("edit,needle", [
+    (lambda h, a: h["state"]["config"].update(sigma_mu=math.nan), "sigma_mu"),
+    (lambda h, a: h["state"]["config"].update(eta=math.inf), "eta"),
+    (lambda h, a: h["state"]["config"].update(rho=math.nan), "rho"),
+    (lambda h, a: h["state"]["config"].update(kappa=-math.inf), "kappa"),
+    (lambda h, a: h["state"]["config"].update(nu=math.nan), "nu"),
+    (lambda h, a: h["state"]["config"].update(initial_t=math.inf), "initial_t"),
+    (lambda h, a: h["state"]["config"].update(priorz=[1.0, math.nan, 1.0]), "priorz"),
+    (lambda h, a: h["state"].update(t=-5), "t = -5"),
+    (lambda h, a: a["stamp"].__setitem__(0, a["stamp"].max() + 10 ** 6), "stamp"),
+    (lambda h, a: a["stamp"].__setitem__(1, -1), "stamp"),
+    (lambda h, a: a["alpha"].__setitem__((0, 0, 1), math.nan), "alpha"),
+    (lambda h, a: a["mu"].__setitem__((1, 0), math.inf), "mu"),
+    (lambda h, a: a["theta"].__setitem__(2, -math.inf), "theta"),
+    (lambda h, a: a["alpha"].__setitem__((0, 1, 1), 3.0), "alpha"),
+])
+def test_non_finite_or_negative_crowd_model_fields_are_refused(crowd_models, tmp_path, edit,
+                                                               needle, capsys):
+    """Issue item 10: --eta inf or a negative t through a crowd model gave NaN posteriors,
+    exit 0."""
+    answers, models = crowd_models
+
+    def writable(header, arrays):
+        for name in arrays:
+            arrays[name] = arrays[name].copy()
+        edit(header, arrays)
+
+    evil = tmp_path / "evil.pvw"
+    evil.write_bytes(edited(models["hash"], writable))
+    code, err = crowd([answers, "-i", evil, "-p", tmp_path / "out.csv"], capsys)
+    assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (", needle)
+
+
+# ----------------------------------------------------------------- item 13: dtypes
+@pytest.mark.parametrize("base,name,dtype", [
+    ("hash", "alpha", np.int64), ("hash", "alpha", np.bool_), ("hash", "alpha", np.float32),
+    ("hash", "mu", np.int32), ("hash", "stamp", np.float64), ("hash", "stamp", np.uint64),
+    ("hash", "theta", np.float32), ("exact", "alpha", np.float32)])
+def test_crowd_model_arrays_of_another_dtype_are_refused(crowd_models, tmp_path, base, name,
+                                                         dtype, capsys):
+    """Issue item 13: int/bool/float32 alpha, int32 mu (every posterior became 0.1) and float64
+    stamps were accepted."""
+    answers, models = crowd_models
+    evil = tmp_path / "evil.pvw"
+    evil.write_bytes(edited(models[base], lambda h, a: a.update({name: a[name].astype(dtype)})))
+    code, err = crowd([answers, "-i", evil, "-p", tmp_path / "out.csv"], capsys)
+    assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (", name)
+
+
+def test_a_worker_slot_true_is_refused(crowd_models, tmp_path, capsys):
+    """Issue item 13: a worker slot ``true`` (a bool, which Python counts as an int) loaded."""
+    answers, models = crowd_models
+    evil = tmp_path / "evil.pvw"
+    evil.write_bytes(edited(models["exact"],
+                            lambda h, a: h["state"]["workers"][1].__setitem__(1, True)))
+    code, err = crowd([answers, "-i", evil, "-p", tmp_path / "out.csv"], capsys)
+    assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (", "workers")
+
+
+def test_every_model_the_crowd_command_writes_loads_back(crowd_models, tmp_path, capsys):
+    """The checks refuse what a model never holds, not what it does: each saved model continues
+    online, and saved again, loads to the same arrays."""
+    from pyvw_lite.crowd.model import CrowdModel
+    answers, models = crowd_models
+    for name, path in models.items():
+        again = tmp_path / f"{name}-again.pvw"
+        code, err = crowd([answers, "-i", path, "-f", again, "-p", tmp_path / "out.csv"], capsys)
+        assert code == 0, err
+        first, second = CrowdModel.load(str(path)), CrowdModel.load(str(again))
+        assert second.t == first.t + N_TASKS
+        assert second.alpha.shape == first.alpha.shape
