@@ -194,6 +194,42 @@ def test_crowd_model_fields_of_the_wrong_kind_are_one_line_errors(crowd_models, 
 
 
 # ----------------------------------------------------------------- item 10: non-finite numbers
+FLOAT_OPTIONS = [("--nu", []), ("--sigma_alpha", []), ("--sigma_mu", []), ("--sigma_b", []),
+                 ("--kappa", []), ("--eta", []), ("--rho", []), ("--initial_t", []),
+                 ("--tol", ["--batch", "--method", "em"]), ("--a_pi", ["--method", "ebcc"]),
+                 ("--a_v", ["--method", "bcc"]), ("--b_v", ["--method", "bcc"]),
+                 ("--tol", ["--method", "bcc"]), ("--standard_errors", ["--batch"]),
+                 ("--sigma_mu", ["--batch", "--method", "em"]),
+                 ("--kappa", ["--batch", "--method", "em"])]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("flag,mode", FLOAT_OPTIONS)
+def test_non_finite_crowd_options_are_refused(tmp_path, flag, mode, value, capsys):
+    """Issue item 10: --sigma_mu nan (and --rho nan, --kappa inf, --initial_t nan) gave exit 0
+    and every posterior NaN, without a word."""
+    answers = tmp_path / "a.csv"
+    answers.write_text(answers_text())
+    out = tmp_path / "out.csv"
+    code, err = crowd([answers, *mode, flag, value, "-p", out], capsys)
+    assert_one_line_refusal(code, err, f"{flag} {value}", "finite")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag,value", [("--kappa", "1000"), ("--sigma_alpha", "1e-300"),
+                                        ("--sigma_mu", "1e300"), ("--sigma_b", "1e-300"),
+                                        ("--eta", "1e300"), ("--priorz", "1,nan,1"),
+                                        ("--n_items", "-5")])
+def test_crowd_options_beyond_their_range_are_refused(tmp_path, flag, value, capsys):
+    """Finite values that overflow the arithmetic (exp(kappa), 1 / sigma^2, eta steps) were
+    tracebacks or NaN posteriors."""
+    answers = tmp_path / "a.csv"
+    answers.write_text(answers_text())
+    for mode in ([], ["--batch", "--method", "em"]):
+        code, err = crowd([answers, *mode, flag, value, "-p", tmp_path / "out.csv"], capsys)
+        assert_one_line_refusal(code, err, flag)
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda h, a: h["state"]["config"].update(sigma_mu=math.nan), "sigma_mu"),
     (lambda h, a: h["state"]["config"].update(eta=math.inf), "eta"),

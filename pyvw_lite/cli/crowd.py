@@ -2,9 +2,10 @@
 baseline; the seed's progress table, posteriors, worker confusion matrices, model files."""
 from __future__ import annotations
 
+import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -143,9 +144,36 @@ def _continue_model(run: CrowdRun, model, path: str) -> None:
 
 def _priorz(text: str) -> list[float]:
     try:
-        return [float(value) for value in text.split(",")]
+        values = [float(value) for value in text.split(",")]
     except ValueError:
         raise ValueError(f"--priorz {text!r}: expected comma-separated numbers") from None
+    if not all(0.0 < value < math.inf for value in values):
+        raise ValueError(f"--priorz {text}: values must be positive and finite")
+    return values
+
+
+def _check_numbers(run: CrowdRun) -> None:
+    """Every number of the command line, before anything is read: each float option finite,
+    the model's settings in their ranges, the iteration cap possible."""
+    from ..crowd.model import check_settings
+    for option in fields(CrowdRun):
+        value = getattr(run, option.name)
+        if option.type.startswith("float") and value is not None and not math.isfinite(value):
+            raise ValueError(f"--{option.name} {value}: not a finite number")
+    settings = {name: getattr(run, name) for name in ("nu", "kappa", "sigma_alpha", "sigma_mu",
+                                                      "sigma_b", "eta", "rho", "initial_t",
+                                                      "n_items")}
+    if run.no_hyper:
+        settings["sigma_mu"] = 0.0
+    check_settings(settings)
+    if run.priorz:
+        _priorz(run.priorz)
+    if run.max_iters is not None and run.max_iters < 1:
+        raise ValueError("--max_iters must be at least 1")
+    if run.tol is not None and run.tol < 0.0:
+        raise ValueError("--tol must not be negative")
+    if run.standard_errors < 0.0:
+        raise ValueError("--standard_errors must not be negative")
 
 
 def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
@@ -173,6 +201,7 @@ def run(run: CrowdRun) -> int:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
     if run.passes < 1:
         raise ValueError("--passes must be at least 1")
+    _check_numbers(run)
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
                             ("--final_model", run.final_model), ("--workers", run.workers),
@@ -283,6 +312,12 @@ def run(run: CrowdRun) -> int:
         if shared:  # their confusion matrices are one: say so, with the way out
             summary.append(f"workers sharing a slot = {shared} of {len(slots)} (2^"
                            f"{model.config.n_worker_bits} slots; raise --n_worker_bits)")
+    broken = int((~np.isfinite(q).all(axis=1)).sum())
+    if broken:  # every number is checked on the way in: this is an overflow in the fit
+        raise ValueError(f"the posteriors of {broken} of {data.n_items} items are not finite "
+                         "numbers (the fit overflowed); nothing written")
+    if run.final_model:
+        model.check_savable(run.final_model)  # before any output is written
     labels = q.argmax(axis=1)
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)

@@ -273,6 +273,9 @@ def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: fl
     restart, and with ``track_elbo`` after every iteration (``elbo_history``)."""
     if subtypes < 1 or restarts < 1 or max_iters < 1:
         raise ValueError("--subtypes, --restarts and --max_iters must be at least 1")
+    for name, value in (("a_pi", a_pi), ("a_v", a_v), ("b_v", b_v), ("tol", tol)):
+        if not math.isfinite(value):
+            raise ValueError(f"--{name} {value}: not a finite number")
     if not (a_pi > 0 and a_v > 0 and b_v > 0 and tol > 0):
         raise ValueError("--a_pi, --a_v, --b_v and --tol must be positive")
     started = time.perf_counter()
