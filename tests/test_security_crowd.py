@@ -14,6 +14,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -158,6 +159,50 @@ def test_a_signed_crowd_model_whose_arrays_miss_slots_is_refused(crowd_models, t
     code, err = crowd_in_subprocess([answers, "-i", evil, "-p", out])
     assert_one_line_refusal(code, err, f"{evil}: malformed crowd model (")
     assert not out.exists()
+
+
+# ----------------------------------------------------------------- item 7: K and memory
+def _many_labels(tmp_path, count: int):
+    answers = tmp_path / "free-text.csv"
+    rows = "".join(f"t{i % 40},w{i % 7},answer number {i}\n" for i in range(count))
+    answers.write_text("task,worker,label\n" + rows)
+    return answers
+
+
+@pytest.mark.parametrize("count,mode", [(300, []), (300, ["--batch"]),
+                                        (300, ["--batch", "--method", "em"]),
+                                        (100_000, [])])
+def test_a_label_column_of_free_text_is_refused_up_front(tmp_path, count, mode):
+    """Issue item 7: 300 distinct labels made online EM ask for 43.9 GiB (65,536 slots x K x K),
+    100,000 for 74.5 GiB (tracebacks); --batch with K = 300 still ran after 90 s."""
+    answers = _many_labels(tmp_path, count)
+    started = time.perf_counter()
+    code, err = crowd_in_subprocess([answers, "-p", tmp_path / "out.csv", *mode], timeout=60)
+    assert_one_line_refusal(code, err, f"{count} distinct labels", f"--n_labels {count}")
+    assert time.perf_counter() - started < 30
+
+
+def test_an_item_block_naming_label_a_billion_is_refused(tmp_path):
+    """Item blocks number labels 0..K-1: a rating of 10^9 asked for 10^9 label names."""
+    blocks = tmp_path / "blocks.txt"
+    blocks.write_text("i1 -1 w1:0 w2:1\ni2 -1 w1:1 w2:1000000000\n")
+    code, err = crowd_in_subprocess([blocks, "-p", tmp_path / "out.csv"])
+    assert_one_line_refusal(code, err, "1000000001 labels")
+
+
+def test_the_worker_table_is_bounded_and_names_its_bytes(tmp_path):
+    """--n_labels says the classes are meant; the worker table must still fit the stated bound,
+    and the error names its size and the way out."""
+    answers = _many_labels(tmp_path, 300)
+    out = tmp_path / "out.csv"
+    code, err = crowd_in_subprocess([answers, "--n_labels", 300, "-p", out])
+    assert_one_line_refusal(code, err, "43.9 GiB", "65,536 slots x 300 x 300", "--n_worker_bits")
+    assert not out.exists()
+    code, err = crowd_in_subprocess([answers, "--n_labels", 300, "--n_worker_bits", 6, "-p", out])
+    assert code == 0, err
+    assert len(out.read_text().splitlines()[0].split(",")) == 2 + 300
+    code, err = crowd_in_subprocess([answers, "--n_labels", 5000, "-p", out])
+    assert_one_line_refusal(code, err, "--n_labels 5000", "1024")
 
 
 # ----------------------------------------------------------------- item 8: field kinds

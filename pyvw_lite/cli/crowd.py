@@ -18,6 +18,9 @@ from ..io.progress import LiveBar, use_live_bar
 
 METHODS = ("auto", "ebcc", "bcc", "em", "majority", "one_coin")
 BATCH_ONLY = ("auto", "ebcc", "bcc")  # no online form: they imply --batch
+# distinct labels read without --n_labels: crowd label sets have 2-16 classes; hundreds mean
+# free text in the label column (and K x K logits per worker slot: 300 asked for 43.9 GiB)
+UNASKED_LABELS = 32
 
 
 @dataclass
@@ -154,8 +157,8 @@ def _priorz(text: str) -> list[float]:
 
 def _check_numbers(run: CrowdRun) -> None:
     """Every number of the command line, before anything is read: each float option finite,
-    the model's settings in their ranges, the iteration cap possible."""
-    from ..crowd.model import check_settings
+    the model's settings in their ranges, the label count and iteration cap possible."""
+    from ..crowd.model import MAX_LABELS, check_settings
     for option in fields(CrowdRun):
         value = getattr(run, option.name)
         if option.type.startswith("float") and value is not None and not math.isfinite(value):
@@ -166,6 +169,9 @@ def _check_numbers(run: CrowdRun) -> None:
     if run.no_hyper:
         settings["sigma_mu"] = 0.0
     check_settings(settings)
+    if run.n_labels is not None and run.n_labels > MAX_LABELS:
+        raise ValueError(f"--n_labels {run.n_labels}: a label model has at most {MAX_LABELS} "
+                         "classes")
     if run.priorz:
         _priorz(run.priorz)
     if run.max_iters is not None and run.max_iters < 1:
@@ -219,6 +225,13 @@ def run(run: CrowdRun) -> int:
     data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
                         label_names=model.config.label_names if model else None, rows=rows)
     data = resolve_duplicates(data, run.duplicates) if data.duplicates else data
+    if model is None and run.n_labels is None and data.n_labels > UNASKED_LABELS:
+        K = data.n_labels
+        seen = np.unique(data.rating_label).size  # item blocks name labels 0..K-1 by number
+        raise CrowdInputError(f"{run.answers}: {K} {'distinct labels' if seen == K else 'labels'};"
+                              f" a label model of more than {UNASKED_LABELS} classes needs "
+                              f"--n_labels {K} to say they are all classes (is the label column "
+                              "free text?)")
     loaded = time.perf_counter() - started
     if run.batch and data.task_names.size != np.unique(data.task_names.astype(str)).size:
         raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "

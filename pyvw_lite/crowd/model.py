@@ -11,6 +11,8 @@ EM sets them to the hypermean ``mu``; online EM leaves a never-written slot at `
 A model file is data (docs/security.md): :meth:`CrowdModel.load` checks every field against what
 :meth:`CrowdModel.save` writes (types, dtypes, shapes, the table's 2**n_worker_bits slots, finite
 numbers in range) before any kernel sees it, so no field can make a kernel index out of bounds.
+Memory is stated up front: a worker table takes ``slots x K x K x 8`` bytes, at most
+:data:`MAX_TABLE_BYTES`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .defaults import DEFAULTS
 KIND = "crowd"
 ARRAYS = ("alpha", "mu", "stamp", "theta")
 MAX_LABELS = 1024  # classes of a label model: each worker slot holds K x K logits
+MAX_TABLE_BYTES = 1 << 30  # the worker table, slots x K x K float64 (batch EM holds a few)
 T_LIMIT = 1 << 53  # item counters and stamps: exact as float64, which the decay schedule uses
 SCALE_LIMITS = (1e-6, 1e6)  # prior standard deviations (1 / sigma^2 stays finite) and t0
 # |nu|, eta0 and rho: a softmax saturates at logits of a few hundred, a step moves a cell by up
@@ -73,6 +76,27 @@ def check_settings(settings: dict) -> None:
         if not low <= value <= high:
             raise ValueError(f"--{name} {value:g}: outside {low:g}..{high:g}"
                              + (" (or 0)" if name in zero_allowed else ""))
+
+
+def _size_text(size: int) -> str:
+    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.1f} MiB"
+
+
+def check_table_size(config: "CrowdConfig", n_slots: int) -> None:
+    """Refuse a worker table beyond :data:`MAX_TABLE_BYTES`, naming its size and the way out."""
+    K = config.n_labels
+    size = n_slots * K * K * 8
+    if size <= MAX_TABLE_BYTES:
+        return
+    bits = (MAX_TABLE_BYTES // (K * K * 8)).bit_length() - 1  # K <= MAX_LABELS: bits >= 7
+    if n_slots == 1 << config.n_worker_bits:
+        way_out = f"lower --n_worker_bits to {bits} or less (workers then share slots)"
+    else:
+        way_out = (f"use --worker_map hash --n_worker_bits {bits} (workers then share slots) "
+                   "or fewer labels")
+    raise ValueError(f"the worker table would take {_size_text(size)} ({n_slots:,} slots x {K} x "
+                     f"{K} labels x 8 bytes), more than the {_size_text(MAX_TABLE_BYTES)} a crowd "
+                     f"model may use; {way_out}")
 
 
 @dataclass
@@ -180,6 +204,7 @@ class CrowdModel:
             return
         if n_slots is None:
             n_slots = 1 << config.n_worker_bits
+        check_table_size(config, n_slots)
         self.alpha = np.broadcast_to(self.nu, (n_slots, K, K)).copy()
         self.mu = self.nu.copy()
         self.stamp = np.zeros(n_slots, dtype=np.int64)
@@ -349,6 +374,7 @@ def _check_shapes(arrays: dict, config: CrowdConfig, n_workers: int) -> None:
         held = "" if config.worker_map == "hash" else f" or one per worker ({n_workers})"
         raise ValueError(f"alpha of shape {arrays['alpha'].shape}: a {config.worker_map} map has "
                          f"2^{config.n_worker_bits} slots{held} of {K} x {K}")
+    check_table_size(config, n_slots)
     wanted = {"alpha": (n_slots, K, K), "mu": (K, K), "stamp": (n_slots,), "theta": (K,)}
     for name, shape in wanted.items():
         if arrays[name].shape != shape:
