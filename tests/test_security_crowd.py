@@ -6,6 +6,8 @@ digest is valid (anyone can compute one): every field is checked at load, and an
 does not write is ``PATH: malformed crowd model (...)``.  A crowd file with free-text labels or
 absurd options is refused up front with one line, before memory is asked for.
 
+The structural fuzz runs in a child process (this file run as a script), so that a crash fails
+the test instead of ending pytest.
 """
 import hashlib
 import json
@@ -346,3 +348,247 @@ def test_every_model_the_crowd_command_writes_loads_back(crowd_models, tmp_path,
         first, second = CrowdModel.load(str(path)), CrowdModel.load(str(again))
         assert second.t == first.t + N_TASKS
         assert second.alpha.shape == first.alpha.shape
+
+
+# ----------------------------------------------------------------- fuzz
+def posteriors(model, answers) -> np.ndarray:
+    """Online EM over ``answers`` with ``model`` (learning, then labelling as the crowd command
+    does): the final posteriors."""
+    from pyvw_lite.crowd.online import run_online
+    from pyvw_lite.io.crowd_input import read_answers
+    data = read_answers(str(answers), label_names=model.config.label_names)
+    run_online(data, model)
+    return run_online(data, model, test_only=True).q
+
+
+def test_byte_fuzz_of_a_crowd_model_is_refused_or_changes_nothing(crowd_models, tmp_path):
+    """10,000 seeded mutations (flips, overwrites, cuts, insertions) of the three kinds of crowd
+    model: each is refused with a one-line ModelError or gives bit-identical posteriors."""
+    from pyvw_lite.crowd.model import CrowdModel
+    answers, models = crowd_models
+    originals = {name: path.read_bytes() for name, path in models.items()}
+    expected = {name: posteriors(CrowdModel.load(str(path)), answers)
+                for name, path in models.items()}
+    names = sorted(originals)
+    rng = np.random.default_rng(FUZZ_SEED)
+    mutated_path = tmp_path / "mutated.pvw"
+    loaded_same = 0
+    for trial in range(10_000):
+        name = names[trial % len(names)]
+        raw = originals[name]
+        mutated = bytearray(raw)
+        kind = (trial // len(names)) % 4
+        at = int(rng.integers(len(raw)))
+        if kind == 0:
+            mutated[at] ^= 1 << int(rng.integers(8))
+        elif kind == 1:
+            mutated[at:at + 4] = rng.integers(256, size=4, dtype=np.uint8).tobytes()
+        elif kind == 2:
+            del mutated[at:]
+        else:
+            mutated[at:at] = rng.integers(256, size=int(rng.integers(1, 9)),
+                                          dtype=np.uint8).tobytes()
+        mutated_path.write_bytes(bytes(mutated))
+        try:
+            model = CrowdModel.load(str(mutated_path))
+        except ModelError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith(f"{mutated_path}: ")
+            continue
+        np.testing.assert_array_equal(posteriors(model, answers), expected[name])
+        loaded_same += 1
+    assert loaded_same == 0  # the digest covers every byte: no mutation passes
+
+
+def test_signed_crowd_model_fuzz_is_refused_or_runs_to_finite_posteriors(crowd_models,
+                                                                         tmp_path):
+    """10,000 structural mutations with the digest recomputed (short, long, wrong-dtype and
+    non-finite arrays, hostile sizes and header values, settings at the edges of their ranges),
+    in a child process: no signal, no traceback; each is refused with a one-line ModelError,
+    or loads, learns and labels the answers with finite posteriors (or, a valid model whose
+    label names or full exact worker map do not fit these answers, the run's one-line error)."""
+    answers, models = crowd_models
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "structural-fuzz",
+                           str(answers), str(tmp_path / "hostile.pvw"),
+                           *[f"{name}={path}" for name, path in sorted(models.items())]],
+                          capture_output=True, text=True, env=_child_environment(), cwd=ROOT,
+                          timeout=300, preexec_fn=_memory_bound)
+    assert done.returncode == 0, (f"the fuzz process ended with {done.returncode}"
+                                  f"{' (a signal)' if done.returncode < 0 else ''}: "
+                                  f"{done.stderr[-3000:]}")
+    outcomes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sum(outcomes.values()) == 10_000, outcomes
+    assert outcomes["refused"] > 5000 and outcomes["loaded"] > 1000, outcomes
+
+
+# hostile values, and the edges of what a model may hold (1e-6, 1e6, 30, 1e100, 2^53): a value
+# at an edge must load and run to finite posteriors
+HOSTILE_VALUES = [None, True, False, -1, 0, 1, 2, 3, 30, 31, 64, 1024, 2.5, -2.0, -30.0, 1e-6,
+                  1e6, 1e100, -1e100, 1e300, -1e300, 5e-324, math.nan, math.inf, -math.inf,
+                  2 ** 53, 2 ** 53 + 1, 2 ** 63, 2 ** 70, -(2 ** 63), "x", "", "hash", "exact",
+                  "crowd", [], {}, [1, 2], ["a", "b", "c"], {"a": 1}, [[1, 2]], ["0", "1", "2"],
+                  [1.0, 1.0, 1.0], [1e-300, 1.0, 1e300]]
+DTYPES = [np.float64, np.float32, np.int64, np.int32, np.uint8, np.bool_, np.uint16, np.uint32,
+          np.uint64]
+FLOATS = [math.nan, math.inf, -math.inf, 1e300, -1e300, 1e100, -1e100, 1e13, -1e13, 1e6, 0.0,
+          5e-324, 700.0]
+
+
+def _hostile(rng):
+    return HOSTILE_VALUES[int(rng.integers(len(HOSTILE_VALUES)))]
+
+
+def _mutate_array(array: np.ndarray, rng) -> np.ndarray:
+    """Short, long, reshaped, of another dtype, or with hostile numbers in it."""
+    choice = int(rng.integers(7))
+    if choice == 0 and array.shape[0] > 0:
+        return array[:int(rng.integers(array.shape[0]))]
+    if choice == 1:
+        extra = array[:1].repeat(int(rng.integers(1, 9)), axis=0) if array.shape[0] else array
+        return np.concatenate([array, extra])
+    if choice == 2:
+        return array.reshape(-1) if array.ndim > 1 else array.reshape(1, -1)
+    if choice == 3:
+        return array.astype(DTYPES[int(rng.integers(len(DTYPES)))])
+    if choice == 4 and array.ndim > 1:
+        return np.ascontiguousarray(np.swapaxes(array, 0, -1))
+    changed = array.copy()
+    flat = changed.reshape(-1)
+    if flat.size:
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(flat.size))
+            if changed.dtype.kind == "f":
+                flat[at] = FLOATS[int(rng.integers(len(FLOATS)))]
+            else:
+                flat[at] = [-1, 0, 1, 2 ** 40, -(2 ** 62), 2 ** 62][int(rng.integers(6))]
+    return changed
+
+
+def _resize_table(header, arrays, rng):
+    """A consistent change of the table's size: a legitimate model of another n_worker_bits."""
+    config = header["state"]["config"]
+    bits = int(rng.integers(1, 7))
+    slots = 1 << bits
+    if config["worker_map"] == "exact":
+        workers = header["state"]["workers"]
+        if len(workers) > slots:
+            return
+    config["n_worker_bits"] = bits
+    K = config["n_labels"]
+    alpha = np.broadcast_to(arrays["mu"], (slots, K, K)).copy()
+    used = min(slots, arrays["alpha"].shape[0])
+    alpha[:used] = arrays["alpha"][:used]
+    arrays["alpha"] = alpha
+    arrays["stamp"] = np.concatenate([arrays["stamp"],
+                                      np.zeros(slots, dtype=np.int64)])[:slots].copy()
+
+
+EDGES = {"nu": [-1e6, 1e6], "kappa": [-30.0, 30.0], "sigma_alpha": [1e-6, 1e6],
+         "sigma_mu": [0.0, 1e-6, 1e6], "sigma_b": [0.0, 1e-6, 1e6], "eta": [1e-6, 1e6],
+         "rho": [0.0, 1e6], "initial_t": [1e-6, 2.0 ** 53], "n_items": [0, 1, 2 ** 53],
+         "learn_priorz": [False, True], "symmetric": [False, True]}
+
+
+def _at_the_edges(header, arrays, rng):
+    """Settings, t and logits at the edges of their ranges: a valid model, which must run to
+    finite posteriors (each edge is where an overflow would start)."""
+    config = header["state"]["config"]
+    names = sorted(EDGES)
+    for at in rng.choice(len(names), size=int(rng.integers(1, 5)), replace=False):
+        choices = EDGES[names[at]]
+        config[names[at]] = choices[int(rng.integers(len(choices)))]
+    if rng.random() < 0.3:
+        header["state"]["t"] = 2 ** 53
+    if rng.random() < 0.5:
+        K = config["n_labels"]
+        alpha = arrays["alpha"]
+        for _ in range(int(rng.integers(1, 4))):
+            k, l = rng.choice(K, size=2, replace=False)
+            alpha[int(rng.integers(alpha.shape[0])), k, l] = (1e100, -1e100)[int(rng.integers(2))]
+
+
+def mutate(header: dict, arrays: dict, rng) -> tuple[dict, dict]:
+    """One structural change of a crowd model: a header field (top level, state, config, worker
+    table) deleted or given a hostile value, an array made short, long, reshaped, of another
+    dtype or hostile in its numbers, an array dropped or added, or the table resized
+    consistently."""
+    header = json.loads(json.dumps(header))
+    arrays = {name: array.copy() for name, array in arrays.items()}
+    state = header["state"]
+    draw = rng.random()
+    if draw < 0.3:
+        config = state["config"]
+        key = sorted(config)[int(rng.integers(len(config)))]
+        if rng.random() < 0.1:
+            del config[key]
+        elif key in ("label_names", "priorz") and rng.random() < 0.5:
+            items = list(config[key])
+            if items:
+                items[int(rng.integers(len(items)))] = _hostile(rng)
+            config[key] = items
+        else:
+            config[key] = _hostile(rng)
+    elif draw < 0.4:
+        key = sorted(state)[int(rng.integers(len(state)))]
+        if rng.random() < 0.15:
+            del state[key]
+        else:
+            state[key] = _hostile(rng) if rng.random() < 0.7 else int(rng.integers(0, 200))
+    elif draw < 0.5:
+        workers = state["workers"]
+        if workers and rng.random() < 0.7:
+            pair = workers[int(rng.integers(len(workers)))]
+            pair[int(rng.integers(2))] = _hostile(rng)
+        else:
+            workers.append(["w-new", _hostile(rng)] if rng.random() < 0.5
+                           else list(workers[0]) if workers else _hostile(rng))
+    elif draw < 0.85:
+        name = sorted(arrays)[int(rng.integers(len(arrays)))]
+        arrays[name] = _mutate_array(arrays[name], rng)
+    elif draw < 0.9:
+        if rng.random() < 0.5:
+            del arrays[sorted(arrays)[int(rng.integers(len(arrays)))]]
+        else:
+            arrays["extra"] = np.zeros(int(rng.integers(1, 5)))
+    elif draw < 0.92:
+        key = ("options", "version", "format")[int(rng.integers(3))]
+        header[key] = _hostile(rng)
+    elif draw < 0.95:
+        _resize_table(header, arrays, rng)
+    else:
+        _at_the_edges(header, arrays, rng)
+    return header, arrays
+
+
+def structural_fuzz(answers: str, hostile: str, models: dict) -> dict:
+    """The child process's loop; returns the outcome counts (an assertion fails the run)."""
+    from pyvw_lite.crowd.model import CrowdModel
+    bases = {name: model_parts(open(path, "rb").read()) for name, path in models.items()}
+    names = sorted(bases)
+    rng = np.random.default_rng(FUZZ_SEED + 1)
+    outcomes = {"refused": 0, "loaded": 0, "answers_refused": 0}
+    for trial in range(10_000):
+        header, arrays = mutate(*bases[names[trial % len(names)]], rng)
+        with open(hostile, "wb") as handle:
+            handle.write(signed(header, arrays))
+        try:
+            model = CrowdModel.load(hostile)
+        except ModelError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith(f"{hostile}: "), str(exc)
+            outcomes["refused"] += 1
+            continue
+        try:
+            q = posteriors(model, answers)
+        except ValueError as exc:  # a valid model the answers do not fit: the run's one line
+            assert "\n" not in str(exc) and any(reason in str(exc) for reason in (
+                "unknown label", "distinct workers with --worker_map exact")), str(exc)
+            outcomes["answers_refused"] += 1
+            continue
+        assert np.isfinite(q).all() and q.shape == (N_TASKS, model.config.n_labels), trial
+        outcomes["loaded"] += 1
+    return outcomes
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["structural-fuzz"]:
+    answers_path, hostile_path = sys.argv[2:4]
+    paths = dict(argument.split("=", 1) for argument in sys.argv[4:])
+    print(json.dumps(structural_fuzz(answers_path, hostile_path, paths)))
