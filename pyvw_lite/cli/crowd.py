@@ -2,9 +2,10 @@
 baseline; the seed's progress table, posteriors, worker confusion matrices, model files."""
 from __future__ import annotations
 
+import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from ..io.progress import LiveBar, use_live_bar
 
 METHODS = ("auto", "ebcc", "bcc", "em", "majority", "one_coin")
 BATCH_ONLY = ("auto", "ebcc", "bcc")  # no online form: they imply --batch
+# distinct labels read without --n_labels: crowd label sets have 2-16 classes; hundreds mean
+# free text in the label column (and K x K logits per worker slot: 300 asked for 43.9 GiB)
+UNASKED_LABELS = 32
 
 
 @dataclass
@@ -139,9 +143,39 @@ def _continue_model(run: CrowdRun, model, path: str) -> None:
 
 def _priorz(text: str) -> list[float]:
     try:
-        return [float(value) for value in text.split(",")]
+        values = [float(value) for value in text.split(",")]
     except ValueError:
         raise ValueError(f"--priorz {text!r}: expected comma-separated numbers") from None
+    if not all(0.0 < value < math.inf for value in values):
+        raise ValueError(f"--priorz {text}: values must be positive and finite")
+    return values
+
+
+def _check_numbers(run: CrowdRun) -> None:
+    """Every number of the command line, before anything is read: each float option finite,
+    the model's settings in their ranges, the label count and iteration cap possible."""
+    from ..crowd.model import MAX_LABELS, check_settings
+    for option in fields(CrowdRun):
+        value = getattr(run, option.name)
+        if option.type.startswith("float") and value is not None and not math.isfinite(value):
+            raise ValueError(f"--{option.name} {value}: not a finite number")
+    settings = {name: getattr(run, name) for name in ("nu", "kappa", "sigma_alpha", "sigma_mu",
+                                                      "sigma_b", "eta", "rho", "initial_t",
+                                                      "n_items")}
+    if run.no_hyper:
+        settings["sigma_mu"] = 0.0
+    check_settings(settings)
+    if run.n_labels is not None and run.n_labels > MAX_LABELS:
+        raise ValueError(f"--n_labels {run.n_labels}: a label model has at most {MAX_LABELS} "
+                         "classes")
+    if run.priorz:
+        _priorz(run.priorz)
+    if run.max_iters is not None and run.max_iters < 1:
+        raise ValueError("--max_iters must be at least 1")
+    if run.tol is not None and run.tol < 0.0:
+        raise ValueError("--tol must not be negative")
+    if run.sparse_workers < 0.0:
+        raise ValueError("--sparse_workers must not be negative")
 
 
 def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
@@ -169,6 +203,7 @@ def run(run: CrowdRun) -> int:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, not {run.method!r}")
     if run.passes < 1:
         raise ValueError("--passes must be at least 1")
+    _check_numbers(run)
     if run.batch:
         _check_batch_flags(run, err)
     if run.method != "em":
@@ -190,6 +225,13 @@ def run(run: CrowdRun) -> int:
     data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
                         label_names=model.config.label_names if model else None, rows=rows)
     data = resolve_duplicates(data, run.duplicates) if data.duplicates else data
+    if model is None and run.n_labels is None and data.n_labels > UNASKED_LABELS:
+        K = data.n_labels
+        seen = np.unique(data.rating_label).size  # item blocks name labels 0..K-1 by number
+        raise CrowdInputError(f"{run.answers}: {K} {'distinct labels' if seen == K else 'labels'};"
+                              f" a label model of more than {UNASKED_LABELS} classes needs "
+                              f"--n_labels {K} to say they are all classes (is the label column "
+                              "free text?)")
     loaded = time.perf_counter() - started
     if run.batch and data.task_names.size != np.unique(data.task_names.astype(str)).size:
         raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "
@@ -282,6 +324,12 @@ def run(run: CrowdRun) -> int:
         if shared:  # their confusion matrices are one: say so, with the way out
             summary.append(f"workers sharing a slot = {shared} of {len(slots)} (2^"
                            f"{model.config.n_worker_bits} slots; raise --n_worker_bits)")
+    broken = int((~np.isfinite(q).all(axis=1)).sum())
+    if broken:  # every number is checked on the way in: this is an overflow in the fit
+        raise ValueError(f"the posteriors of {broken} of {data.n_items} items are not finite "
+                         "numbers (the fit overflowed); nothing written")
+    if run.final_model:
+        model.check_savable(run.final_model)  # before any output is written
     labels = q.argmax(axis=1)
     if run.predictions:
         write_predictions(run.predictions, data.task_names, data.label_names, q)

@@ -40,6 +40,7 @@ import numpy as np
 from ..io.crowd_input import CrowdData
 from ..jit import kernel
 from .defaults import EBCC_DEFAULTS
+from .model import MAX_TABLE_BYTES
 
 BCC_DEFAULTS = dict(EBCC_DEFAULTS, subtypes=1, restarts=1)
 
@@ -345,10 +346,20 @@ def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: fl
     restart, and with ``track_elbo`` after every iteration (``elbo_history``)."""
     if subtypes < 1 or restarts < 1 or max_iters < 1:
         raise ValueError("--subtypes, --restarts and --max_iters must be at least 1")
+    for name, value in (("a_pi", a_pi), ("a_v", a_v), ("b_v", b_v), ("tol", tol)):
+        if not math.isfinite(value):
+            raise ValueError(f"--{name} {value}: not a finite number")
     if not (a_pi > 0 and a_v > 0 and b_v > 0 and tol > 0):
         raise ValueError("--a_pi, --a_v, --b_v and --tol must be positive")
-    started = time.perf_counter()
     K = data.n_labels
+    W = len(data.worker_names)
+    size = W * K * K * subtypes * 8  # the answer counts; their expected logs are as large
+    if size > MAX_TABLE_BYTES:
+        raise ValueError(f"the worker table would take {size / (1 << 30):.1f} GiB ({W:,} workers x "
+                         f"{K} x {K} labels x {subtypes} subtypes x 8 bytes), more than the "
+                         f"{MAX_TABLE_BYTES >> 30} GiB a crowd model may use"
+                         + ("; lower --subtypes" if subtypes > 1 else ""))
+    started = time.perf_counter()
     start = _majority_shares(data)
     alpha = start.sum(axis=0) if empirical_prior else np.ones(K)
     alpha = np.maximum(alpha, 1e-3)  # a class no answer names keeps a proper prior

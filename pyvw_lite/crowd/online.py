@@ -40,6 +40,9 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
         raise ValueError(f"the data has {data.n_labels} labels but the model {K}")
     announce_compile(kernels.online_em)
     rating_slot = model.slots_for(data, grow=not test_only)
+    model.check_arrays()  # the kernels index alpha, stamp and theta by these slots and by K
+    if rating_slot.size and rating_slot.max() >= model.n_slots:
+        raise ValueError(f"worker slot {rating_slot.max()} beyond the model's {model.n_slots}")
     alpha = model.alpha
     if (rating_slot < 0).any():  # unseen workers of an exact map in test-only mode sit at nu
         alpha = np.concatenate([alpha, model.nu[None]], axis=0)

@@ -23,6 +23,11 @@ from .hashing import murmur_ranges
 from .source import GZIP_MAGIC, is_regular_file, read_whole
 
 
+# label indices a file may imply (item blocks number them 0..K-1; --n_labels names K): each
+# becomes a name, so a rating of 10^9 must not ask for 10^9 of them; the learners' class bound
+LABEL_LIMIT = 1 << 16
+
+
 class CrowdInputError(ValueError):
     """Unusable crowd input; the message names the file and line."""
 
@@ -103,7 +108,13 @@ def label_index(label_names: list[str]) -> dict[str, int]:
     return index
 
 
+def _check_label_count(n_labels: int | None) -> None:
+    if n_labels is not None and n_labels > LABEL_LIMIT:
+        raise CrowdInputError(f"--n_labels {n_labels}: more than {LABEL_LIMIT:,} labels")
+
+
 def choose_labels(observed, n_labels: int | None, where: str) -> list[str]:
+    _check_label_count(n_labels)
     names = _sorted_labels(observed)
     if n_labels is None or n_labels == len(names):
         return names
@@ -532,6 +543,7 @@ def read_blocks(path: str, *, n_labels: int | None = None, rows: RowPolicy = STR
     malformed block goes to ``rows`` whole.
     """
     name = "<stdin>" if path == "-" else path
+    _check_label_count(n_labels)
     tasks, golds, starts = [], [], [0]
     workers, ratings = [], []
     skipped = 0
@@ -557,6 +569,9 @@ def read_blocks(path: str, *, n_labels: int | None = None, rows: RowPolicy = STR
     if not ratings:
         raise CrowdInputError(f"{name}: no ratings")
     K = n_labels if n_labels is not None else max(max(ratings), max(golds)) + 1
+    if K > LABEL_LIMIT:
+        raise CrowdInputError(f"{name}: a rating or gold label of {K - 1} makes {K} labels, more "
+                              f"than {LABEL_LIMIT:,}")
     worker_codes, worker_names = _factorize(np.array(workers, dtype=object))
     task_names = np.array(tasks, dtype=object)
     item_start = np.array(starts, dtype=np.int64)
