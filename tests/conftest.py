@@ -26,6 +26,22 @@ def run_workspace(args, cwd=None):
     return out.getvalue(), err.getvalue(), code
 
 
+def byte_mutation(raw: bytes, rng, kind: int) -> bytes:
+    """``raw`` with one seeded mutation of a fuzz test's four kinds: 0 flips a bit, 1 overwrites
+    four bytes, 2 cuts the file, 3 inserts 1-8 random bytes."""
+    mutated = bytearray(raw)
+    at = int(rng.integers(len(raw)))
+    if kind == 0:
+        mutated[at] ^= 1 << int(rng.integers(8))
+    elif kind == 1:
+        mutated[at:at + 4] = rng.integers(256, size=4, dtype=np.uint8).tobytes()
+    elif kind == 2:
+        del mutated[at:]
+    else:
+        mutated[at:at] = rng.integers(256, size=int(rng.integers(1, 9)), dtype=np.uint8).tobytes()
+    return bytes(mutated)
+
+
 @pytest.fixture
 def suite_dir(tmp_path):
     """A scratch directory laid out like VW's test/ folder (train-sets/, models/)."""

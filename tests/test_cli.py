@@ -343,8 +343,10 @@ def test_bench_crowd_runs_end_to_end_without_the_peer(tmp_path):
     out = io.StringIO()
     rows = run_crowd_bench(sizes=(300,), repeat=1, workdir=str(tmp_path), many_workers=3000,
                            out=out)
-    assert [row["method"] for row in rows] == ["online, 3,000 workers", "batch EM", "online EM"]
+    assert [row["method"] for row in rows] == ["online, 3,000 workers", "default, whole process",
+                                               "batch EM", "online EM"]
     assert all(0.79 < row["accuracy"] <= 1.0 for row in rows)  # measured 0.82, 0.86, 0.86
+    assert rows[1]["chosen"] in ("bcc", "majority")
     table = out.getvalue()
     assert "nan" not in table and "batch EM" in table  # a cell that does not apply shows '-'
 

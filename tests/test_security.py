@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import run_workspace
+from conftest import byte_mutation, run_workspace
 from pyvw_lite.cli.main import main
 from pyvw_lite.io.model_io import MAGIC, ModelError, load_model
 
@@ -135,19 +135,7 @@ def test_byte_fuzz_of_a_model_is_refused_or_changes_nothing(small_model):
     rng = np.random.default_rng(FUZZ_SEED)
     loaded_same = 0
     for trial in range(10_000):
-        mutated = bytearray(raw)
-        kind = trial % 4
-        at = int(rng.integers(len(raw)))
-        if kind == 0:
-            mutated[at] ^= 1 << int(rng.integers(8))
-        elif kind == 1:
-            mutated[at:at + 4] = rng.integers(256, size=4, dtype=np.uint8).tobytes()
-        elif kind == 2:
-            del mutated[at:]
-        else:
-            mutated[at:at] = rng.integers(256, size=int(rng.integers(1, 9)),
-                                          dtype=np.uint8).tobytes()
-        model.write_bytes(bytes(mutated))
+        model.write_bytes(byte_mutation(raw, rng, trial % 4))
         try:
             load_model(str(model))
         except ModelError:

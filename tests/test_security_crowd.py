@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import byte_mutation
 from pyvw_lite.cli.main import main
 from pyvw_lite.io.model_io import MAGIC, ModelError
 
@@ -376,19 +377,7 @@ def test_byte_fuzz_of_a_crowd_model_is_refused_or_changes_nothing(crowd_models, 
     for trial in range(10_000):
         name = names[trial % len(names)]
         raw = originals[name]
-        mutated = bytearray(raw)
-        kind = (trial // len(names)) % 4
-        at = int(rng.integers(len(raw)))
-        if kind == 0:
-            mutated[at] ^= 1 << int(rng.integers(8))
-        elif kind == 1:
-            mutated[at:at + 4] = rng.integers(256, size=4, dtype=np.uint8).tobytes()
-        elif kind == 2:
-            del mutated[at:]
-        else:
-            mutated[at:at] = rng.integers(256, size=int(rng.integers(1, 9)),
-                                          dtype=np.uint8).tobytes()
-        mutated_path.write_bytes(bytes(mutated))
+        mutated_path.write_bytes(byte_mutation(raw, rng, (trial // len(names)) % 4))
         try:
             model = CrowdModel.load(str(mutated_path))
         except ModelError as exc:
