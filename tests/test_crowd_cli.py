@@ -369,3 +369,27 @@ def test_workers_plot_draws_reliabilities_and_the_hypermean(tmp_path, capsys):
     assert main(["crowd", str(answers), "--batch", "--workers_plot", str(answers),
                  "--quiet"]) == 1
     assert "write over its input" in capsys.readouterr().err
+
+
+def test_options_a_method_does_not_use_are_named_and_every_run_names_its_method(tmp_path,
+                                                                                capsys):
+    """Issue 38's newcomer review: EBCC's options with majority vote, EM's with BCC, and a bad
+    --duplicates on a file without repeats passed in silence; EM runs named no method."""
+    answers = "datasets/act_MS/answers.csv"
+    code, err = run([answers, "--batch", "--method", "majority", "--restarts", "3", "--nu", "0",
+                     "--a_v", "9"], capsys)
+    assert code == 0
+    assert "warning: --method majority does not use --restarts, --a_v, --nu; they are ignored" \
+        in err
+    code, err = run([answers, "--batch", "--method", "bcc", "--symmetric"], capsys)
+    assert "--method bcc does not use --symmetric; it is ignored" in err
+    code, err = run([answers, "--duplicates", "bogus"], capsys)
+    assert code == 1 and "--duplicates must be one of keep, first, last, vote" in err
+    code, err = run([answers, "--batch", "--method", "em"], capsys)
+    assert "method = em (batch MAP-EM of the nominal label model)" in err
+    code, err = run([answers], capsys)
+    assert "method = em (online EM in stream order; --batch fits the default" in err
+    out = tmp_path / "labels.csv"
+    code, err = run([answers, "--batch", "--truth", str(tmp_path / "none.csv"), "-p", str(out)],
+                    capsys)
+    assert code == 1 and "none.csv" in err and not out.exists()  # checked before the fit

@@ -10,8 +10,8 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
-from ..io.crowd_input import (CrowdData, CrowdInputError, RowPolicy, known_labels, read_answers,
-                              read_gold, resolve_duplicates)
+from ..io.crowd_input import (DUPLICATE_POLICIES, CrowdData, CrowdInputError, RowPolicy,
+                              known_labels, read_answers, read_gold, resolve_duplicates)
 from ..io.atomic import check_paths
 from ..io.model_io import ModelError
 from ..io.progress import LiveBar, use_live_bar
@@ -151,6 +151,29 @@ def _priorz(text: str) -> list[float]:
     return values
 
 
+# Options that shape one family of methods, and the methods they shape: given to another method
+# (changed from the default), they are named in a warning instead of being ignored in silence.
+_OWN_OPTIONS = (
+    (("subtypes", "restarts", "a_pi", "seed"), ("ebcc",)),
+    (("a_v", "b_v", "flat_class_prior"), ("ebcc", "bcc", "auto")),
+    (("nu", "sigma_alpha", "sigma_mu", "sigma_b", "kappa", "symmetric", "no_hyper", "worker_map",
+      "n_worker_bits", "priorz", "learn_priorz", "shards"), ("em",)),
+    (("max_iters", "tol"), ("em", "ebcc", "bcc", "auto")),
+    (("sparse_workers",), ("auto",)),
+)
+
+
+def _unused_options(run: CrowdRun) -> list[str]:
+    """The options given (off their defaults) that the run's method does not use."""
+    defaults = CrowdRun(answers=run.answers, method=run.method, batch=run.batch)
+    unused = []
+    for names, methods in _OWN_OPTIONS:
+        if run.method in methods:
+            continue
+        unused += [f"--{name}" for name in names if getattr(run, name) != getattr(defaults, name)]
+    return unused
+
+
 def _check_numbers(run: CrowdRun) -> None:
     """Every number of the command line, before anything is read: each float option finite,
     the model's settings in their ranges, the label count and iteration cap possible."""
@@ -178,8 +201,9 @@ def _check_numbers(run: CrowdRun) -> None:
         raise ValueError("--sparse_workers must not be negative")
 
 
-def _accuracy(data: CrowdData, labels: np.ndarray, truth_path: str) -> tuple[float, int]:
-    known = known_labels(data, read_gold(truth_path), truth_path)
+def _accuracy(data: CrowdData, labels: np.ndarray, truth: dict, truth_path: str
+              ) -> tuple[float, int]:
+    known = known_labels(data, truth, truth_path)
     scored = known >= 0
     if not scored.any():
         return float("nan"), 0
@@ -204,8 +228,16 @@ def run(run: CrowdRun) -> int:
     if run.passes < 1:
         raise ValueError("--passes must be at least 1")
     _check_numbers(run)
+    if run.duplicates not in DUPLICATE_POLICIES:
+        raise ValueError(f"--duplicates must be one of {', '.join(DUPLICATE_POLICIES)}, not "
+                         f"{run.duplicates!r}")
     if run.batch:
         _check_batch_flags(run, err)
+    unused = _unused_options(run)
+    if unused and err:
+        one = len(unused) == 1
+        err.write(f"warning: --method {run.method} does not use {', '.join(unused)}; "
+                  f"{'it is' if one else 'they are'} ignored\n")
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
                             ("--final_model", run.final_model)):
@@ -225,6 +257,7 @@ def run(run: CrowdRun) -> int:
     data = read_answers(run.answers, n_labels=run.n_labels, gold_path=run.gold,
                         label_names=model.config.label_names if model else None, rows=rows)
     data = resolve_duplicates(data, run.duplicates) if data.duplicates else data
+    truth = read_gold(run.truth) if run.truth else None  # a bad --truth fails before the fit
     if model is None and run.n_labels is None and data.n_labels > UNASKED_LABELS:
         K = data.n_labels
         seen = np.unique(data.rating_label).size  # item blocks name labels 0..K-1 by number
@@ -274,7 +307,8 @@ def run(run: CrowdRun) -> int:
             result = batch_em(data, config, max_iters=max_iters, tol=tol, report=progress)
         progress.finish()
         model, q = result.model, result.q
-        summary += [f"iterations = {result.iterations}"
+        summary += ["method = em (batch MAP-EM of the nominal label model)",
+                    f"iterations = {result.iterations}"
                     + ("" if result.converged else f" (stopped at --max_iters {max_iters})"),
                     f"objective = {result.objective[-1]:.6f}",
                     f"used worker slots = {result.used_slots}"]
@@ -314,7 +348,9 @@ def run(run: CrowdRun) -> int:
         q = result.q
         if not (run.test_only or run.progressive):  # label every item with the final model
             q = run_online(data, model, test_only=True).q
-        summary += [f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
+        summary += ["method = em (online EM in stream order; --batch fits the default, BCC "
+                    "or majority vote, on all answers at once)",
+                    f"passes = {run.passes}", f"mean progressive f = {progress.mean:.6f}",
                     f"item counter t = {model.t}"]
     compiling = compile_seconds() - compiled_before
     fit_seconds = time.perf_counter() - fit_started - compiling
@@ -354,7 +390,7 @@ def run(run: CrowdRun) -> int:
                   + (f"compile seconds = {compiling:.3f} (once; not in fit seconds)\n"
                      if compiling > 0 else ""))
         if run.truth:
-            accuracy, count = _accuracy(data, labels, run.truth)
+            accuracy, count = _accuracy(data, labels, truth, run.truth)
             err.write(f"accuracy on {count} truth items = {accuracy:.4f}\n")
         if run.method == "em":
             err.write(hypermean_text(model))

@@ -204,16 +204,17 @@ def em_view(model: CrowdModel, slots: np.ndarray) -> WorkerView:
 def posterior_view(data, q: np.ndarray, matrices: np.ndarray | None = None) -> WorkerView:
     """A method's view from its class posteriors ``q``: ``matrices`` when the method has its
     own (BCC and EBCC: the posterior means), else each worker's answers counted against the
-    posteriors with one pseudo-answer per cell (majority vote, one-coin); the population's
-    matrix counts every answer so, and the class prior is the posteriors' mean."""
+    posteriors with one pseudo-answer per row, spread evenly (majority vote, one-coin: K
+    pseudo-answers a cell would drown a worker's few real ones); the population's matrix
+    counts every answer so, and the class prior is the posteriors' mean."""
     K, W = data.n_labels, len(data.worker_names)
     item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
     counts = np.zeros((W, K, K))
     np.add.at(counts, (data.rating_worker, slice(None), data.rating_label), q[item])
-    population = counts.sum(axis=0) + 1.0
+    population = counts.sum(axis=0) + 1.0 / K
     population /= population.sum(axis=1, keepdims=True)
     if matrices is None:
-        matrices = counts + 1.0
+        matrices = counts + 1.0 / K
         matrices /= matrices.sum(axis=2, keepdims=True)
     prior = q.sum(axis=0) + 1e-12
     return WorkerView(list(data.label_names), matrices, _reliability(prior, matrices),
@@ -260,7 +261,9 @@ def plot_workers(path: str, view: WorkerView, answers_per_worker: np.ndarray) ->
     left.set_title(f"{reliability.size} workers")
     matrix = view.population
     image = right.imshow(matrix, vmin=0.0, vmax=1.0, cmap="Blues")
-    right.set_xticks(range(len(names)), names, rotation=45 if len(names) > 6 else 0)
+    crowded = len(names) > 6 or sum(len(name) for name in names) > 40
+    right.set_xticks(range(len(names)), names, rotation=45 if crowded else 0,
+                     ha="right" if crowded else "center")
     right.set_yticks(range(len(names)), names)
     right.set_xlabel("answer")
     right.set_ylabel("true label")
