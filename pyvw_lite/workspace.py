@@ -175,8 +175,9 @@ def _check_learner_model(path: str, model: ModelData) -> None:
     if rows is not None and rows.size and rows.dtype.kind in "iu" \
             and not 0 <= int(rows.min()) <= int(rows.max()) < 1 << 32:
         problems.append("rows")
-    if values is not None and values.dtype.kind == "f" and not np.isfinite(values).all():
-        problems.append("values")
+    if values is not None and values.dtype.kind == "f" and values.size and not (
+            np.isfinite(values).all() and np.abs(values).max() <= np.finfo(np.float32).max):
+        problems.append("values")  # the weight table is float32: 1e200 would become inf
     if "touched" in arrays and (arrays["touched"].ndim != 1 or arrays["touched"].dtype != np.uint8):
         problems.append("touched")
     if problems:

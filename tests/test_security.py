@@ -11,7 +11,9 @@ import json
 import os
 import struct
 import subprocess
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -983,3 +985,216 @@ def test_non_finite_numbers_of_the_workflow_tools_are_refused(tmp_path, capsys):
     assert main(["split", str(data), "--train", str(tmp_path / "a"), "--test",
                  str(tmp_path / "b"), "--test_fraction", "nan"]) == 1
     assert "--test_fraction must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------ issue 37: the independent attack's findings
+def _one_line(err: str) -> bool:
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_convert_back_refuses_crafted_predictions_and_maps_in_one_line(tmp_path, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\nt1,w1,a\nt2,w1,b\n")
+    label_map = tmp_path / "map.json"
+    assert main(["convert", str(answers), "-o", str(tmp_path / "all.vw"), "--map",
+                 str(label_map)]) == 0
+    capsys.readouterr()
+    cases = [("1 t1\ninf t2\n", None), ("1 t1\n1e400 t2\n", None),
+             ("1 t1\n", '{"format": "pyvw-lite label map 1", "labels": 5}'),
+             ("1 t1\n", '{"format": "pyvw-lite label map 1"}'),
+             ("1 t1\n", "[" * 100_000 + "]" * 100_000)]
+    for predictions, crafted in cases:
+        (tmp_path / "p.txt").write_text(predictions)
+        if crafted is not None:
+            (tmp_path / "evil.json").write_text(crafted)
+        chosen = tmp_path / "evil.json" if crafted is not None else label_map
+        assert main(["convert", "--back", str(tmp_path / "p.txt"), "-o", str(tmp_path / "b.csv"),
+                     "--map", str(chosen)]) == 1
+        assert _one_line(capsys.readouterr().err)
+
+
+def test_a_csv_field_past_the_csv_limit_is_one_line(tmp_path, capsys):
+    answers = tmp_path / "big.csv"
+    answers.write_text("task,worker,label\nt1,w1,a\nt1,w2,b,EXTRA\nt2,w1," + "b" * 200_000
+                       + "\nt2,w2,a\n")
+    for argv in (["crowd", str(answers), "--batch"], ["convert", str(answers), "-o",
+                                                      str(tmp_path / "x.vw")]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.splitlines()[-1].endswith(
+            "not a usable CSV row (field larger than field limit (131072))") \
+            and f"{answers}:4: not a usable CSV row" in err, err
+
+
+def test_a_deeply_nested_cache_header_or_config_is_no_traceback(tmp_path, capsys):
+    import zlib
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    text = b"[" * 100_000 + b"]" * 100_000
+    (tmp_path / "d.vw.cache").write_bytes(b"PYVW-LITE CACHE\n" + struct.pack("<I", len(text))
+                                          + text + struct.pack("<I", zlib.crc32(text)))
+    code = main(["-d", str(data), "-c", "--quiet"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and code in (0, 1), err
+    config = tmp_path / "deep.toml"
+    config.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert main(["experiment", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert _one_line(err) and "nested too deeply" in err
+
+
+def test_names_and_labels_are_never_parsed_as_math_text(tmp_path, capsys):
+    """A model name or crowd label `$\\frac{...$` or 3,000 nested braces crashed matplotlib's
+    math text parser while results.png or --workers_plot was drawn."""
+    pytest.importorskip("matplotlib")
+    deep = "$" + "{" * 3000 + "x" + "}" * 3000 + "$"
+    answers = tmp_path / "answers.csv"
+    labels = ("a", deep, "$\\frac{1}{2$")
+    answers.write_text("task,worker,label\n" + "".join(
+        f"t{i},w{j},{labels[(i + j) % 3]}\n" for i in range(30) for j in range(3)))
+    assert main(["crowd", str(answers), "--batch", "--workers_plot", str(tmp_path / "w.png"),
+                 "--quiet"]) == 0, capsys.readouterr().err
+    config = tmp_path / "mt.toml"
+    config.write_text(f'[experiment]\nname = "mt"\nanswers = "answers.csv"\n[[models]]\n'
+                      f"name = '{deep}'\nconstant = true\n")
+    assert main(["experiment", str(config), "--workdir", str(tmp_path / "w")]) == 0
+    assert (tmp_path / "w" / "results.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_forged_cache_tag_cannot_add_prediction_lines(tmp_path, capsys):
+    import zlib
+    lines = "".join(f"{1 if i % 2 else -1} 'QQ{i:02d} |a x{i} y\n" for i in range(50))
+    data, cache = _cache_of(tmp_path, lines)
+    raw = cache.read_bytes()
+    (size,) = struct.unpack_from("<I", raw, 16)
+    at = 20 + size + 4
+    out = bytearray(raw[:at])
+    while True:
+        head = raw[at:at + 40]
+        n, _, _, _, length = struct.unpack("<5q", head)
+        if n == -1:
+            out += raw[at:]
+            break
+        body = raw[at + 40:at + 40 + length].replace(b"QQ07", b"Q\n7Q")
+        out += head + body + struct.pack("<I", zlib.crc32(body, zlib.crc32(head)))
+        at += 40 + length + 4
+    cache.write_bytes(bytes(out))
+    predictions = tmp_path / "p.txt"
+    assert main(["-d", str(data), "--cache_file", str(cache), "-p", str(predictions),
+                 "--quiet"]) == 1
+    assert "damaged cache (block 1)" in capsys.readouterr().err
+    assert not predictions.exists()
+
+
+def test_weights_beyond_float32_in_a_signed_model_are_refused(small_model, tmp_path, capsys):
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    entries = {e["name"]: e for e in header["arrays"]}
+    values = np.frombuffer(payload, entries["values"]["dtype"],
+                           offset=entries["values"]["offset"],
+                           count=int(np.prod(entries["values"]["shape"]))).astype("<f8")
+    values[:3] = 1e200  # finite, but inf once in the float32 weight table
+    arrays, chunks, offset = [], [], 0
+    for e in header["arrays"]:
+        raw = values.tobytes() if e["name"] == "values" else \
+            payload[e["offset"]:e["offset"] + e["nbytes"]]
+        arrays.append(dict(e, offset=offset, nbytes=len(raw),
+                           dtype="<f8" if e["name"] == "values" else e["dtype"]))
+        chunks.append(raw)
+        offset += len(raw)
+    header["arrays"], header["payload_bytes"] = arrays, offset
+    hostile = tmp_path / "big.pvw"
+    hostile.write_bytes(signed_model(header, b"".join(chunks)))
+    assert main(["-d", str(data), "-i", str(hostile), "--quiet"]) == 1
+    assert "malformed model (values not as a model writes them)" in capsys.readouterr().err
+
+
+def test_an_experiment_writes_nothing_through_planted_symlinks_or_over_its_config(tmp_path,
+                                                                                  capsys):
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
+                                                       for i in range(180)))
+    config = tmp_path / "small.toml"
+    config.write_text('[experiment]\nname = "small"\nanswers = "answers.csv"\n'
+                      '[[models]]\nname = "c"\nconstant = true\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("results.json", "results.png"):
+        (tmp_path / f"victim-{name}").write_text("precious\n")
+        (work / name).symlink_to(tmp_path / f"victim-{name}")
+    assert main(["experiment", str(config), "--workdir", str(work)]) == 0
+    for name in ("results.json", "results.png"):
+        assert (tmp_path / f"victim-{name}").read_text() == "precious\n"
+    assert not (work / "results.json").is_symlink()  # replaced, never written through
+    capsys.readouterr()
+    named = tmp_path / "self" / "train.vw"
+    named.parent.mkdir()
+    named.write_text(config.read_text().replace("answers.csv", "../answers.csv"))
+    before = named.read_text()
+    assert main(["experiment", str(named), "--workdir", str(named.parent)]) == 1
+    assert "write over its input" in capsys.readouterr().err
+    assert named.read_text() == before
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm here")
+def test_a_regular_file_under_dev_is_an_ordinary_output(tmp_path, capsys):
+    """/dev/shm is a tmpfs: its files were taken for devices, so two outputs could share one
+    and a failed run emptied it instead of leaving it."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        target = os.path.join(folder, "x.txt")
+        assert main(["-d", str(data), "-p", target, "-r", target, "--quiet"]) == 1
+        assert "two outputs cannot share a file" in capsys.readouterr().err
+        with open(target, "w") as handle:
+            handle.write("KEEP\n")
+        bad = tmp_path / "bad.vw"
+        bad.write_text(LINES + "bad ::: |\n")
+        assert main(["-d", str(bad), "--strict_parse", "-p", target, "--quiet"]) == 1
+        with open(target) as handle:
+            assert handle.read() == "KEEP\n"
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_line_without_end_is_refused_in_bounded_memory(tmp_path):
+    import zlib
+    packed = tmp_path / "one.gz"
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(packed, "wb") as out:
+        for _ in range(256):
+            out.write(squeeze.compress(b"a" * (1 << 20)))
+        out.write(squeeze.flush())
+    done = subprocess.run([sys.executable, "-m", "pyvw_lite", "split", str(packed), "--train",
+                           str(tmp_path / "tr.vw"), "--test", str(tmp_path / "te.vw")],
+                          capture_output=True, text=True, preexec_fn=_limited(1024 << 20),
+                          timeout=300)
+    assert done.returncode == 1 and _one_line(done.stderr), done.stderr[-2000:]
+    assert "a line longer than 64 MiB" in done.stderr
+
+
+def test_kernel_files_and_bad_weights_are_refused(tmp_path, capsys):
+    config = tmp_path / "pm.toml"
+    config.write_text('[experiment]\nname = "pm"\ndata = "/proc/self/pagemap"\n[[models]]\n'
+                      'name = "linear"\nargs = "--sft {K}"\n')
+    assert main(["experiment", str(config)]) == 1
+    assert "is a kernel file (/proc, /sys), not data" in capsys.readouterr().err
+    data = tmp_path / "w.vw"
+    data.write_text("1 -1 |a x\n1 2 |a y\n")
+    predictions = tmp_path / "w.txt"
+    predictions.write_text("-1\n1\n")
+    assert main(["evaluate", "-p", str(predictions), "-d", str(data)]) == 1
+    assert f"{data}:1: importance weight '-1' is negative" in capsys.readouterr().err
+
+
+def test_an_array_with_absurd_axes_is_a_corrupt_model_named(small_model, tmp_path, capsys):
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    header["arrays"] = header["arrays"] + [{"name": "x", "dtype": "<f4", "shape": [0, 2 ** 70],
+                                            "offset": 0, "nbytes": 0}]
+    hostile = tmp_path / "axes.pvw"
+    hostile.write_bytes(signed_model(header, payload))
+    assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert _one_line(err) and f"{hostile}: corrupt model file (array directory entry" in err

@@ -245,6 +245,7 @@ def plot_workers(path: str, view: WorkerView, answers_per_worker: np.ndarray) ->
         raise ValueError("--workers_plot needs matplotlib: pip install 'pyvw-lite[plot]'") \
             from None
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # labels are text, never $math$
     import matplotlib.pyplot as plt
     reliability = view.reliability
     names = [str(name) for name in view.label_names]

@@ -14,9 +14,12 @@ import tempfile
 
 
 def _is_special(path: str) -> bool:
-    """Device and process paths (``/dev/stdout``, ``/proc/self/fd/1``) and anything that is not a
-    regular file are written in place: renaming onto them would replace the device link."""
-    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+    """Descriptor and process paths (``-``, ``/dev/stdout``, ``/dev/fd/N``, ``/proc/...``) and
+    anything that exists and is not a regular file (``/dev/null``, a pipe) are written in
+    place: renaming onto them would replace the device link.  A regular file under ``/dev``
+    (``/dev/shm/x``, a tmpfs) is an ordinary output."""
+    if path == "-" or _named_descriptor(path, "output") is not None \
+            or os.path.abspath(path).startswith("/proc/"):
         return True
     try:
         mode = os.stat(path).st_mode

@@ -53,6 +53,7 @@ from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_
 MAGIC = b"PYVW-LITE CACHE\n"
 FORMAT = 4  # 4: CRC-32 on the header and every block, a footer; 3: unusable weights kept
 _BLOCK = struct.Struct("<qqqqq")
+_TOKEN_BREAKS = np.frombuffer(b" \t\n|", dtype=np.uint8)
 _CRC = struct.Struct("<I")
 FLAG_WEIGHT, FLAG_INITIAL, FLAG_VALUE, FLAG_TAG = 1, 2, 4, 8
 FLAG_LABEL_TEXT = 256  # label tokens kept for --named_labels
@@ -211,7 +212,7 @@ def _read_header(path: str, handle: BinaryIO) -> dict | None:
         return None
     try:
         settings = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: [[[[...]]]]
         return None
     return settings if isinstance(settings, dict) else None
 
@@ -349,6 +350,8 @@ class CacheReader:
         if at != len(body):
             raise ValueError("block size disagrees")
         text = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
+        if np.isin(text, _TOKEN_BREAKS).any():  # a tag or label token never holds these
+            raise ValueError("a tag or label with a space, a tab, '|' or a line break")
         zeros = np.zeros(n, np.int64)
         return ParsedBatch(buf=text, ex_int=ex_int, ex_float=ex_float, seg=seg,
                            feat_hash=feat_hash, feat_value=feat_value, feat_span=None,

@@ -474,7 +474,7 @@ def _read_table(path, name, required, rows, optional):
         positions = [header.index(column) for column in wanted]
         values: dict[str, list] = {column: [] for column in wanted}
         lines = []
-        for row in reader:
+        for row in _rows(reader, name):
             line_number = reader.line_num
             if not row:
                 continue
@@ -493,6 +493,16 @@ def _read_table(path, name, required, rows, optional):
             lines.append(line_number)
     return ({column: Column.of(items) for column, items in values.items()},
             np.array(lines, dtype=np.int64))
+
+
+def _rows(reader, name: str):
+    """A csv reader's rows; a field past the csv module's limit (128 KiB: no id or label is
+    that long) is an error naming the file and line, not a traceback."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise CrowdInputError(f"{name}:{reader.line_num}: not a usable CSV row "
+                              f"({exc})") from None
 
 
 def read_gold(path: str) -> dict:

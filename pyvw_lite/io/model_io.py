@@ -37,6 +37,8 @@ MAGIC = b"PYVW-LITE MODEL\n"
 FORMAT = 2
 _DIGEST = 32  # SHA-256
 _MAX_HEADER = 64 << 20  # a header is options and state: far below this
+_MAX_DIMENSIONS = 4  # a model's arrays have 1 to 3 axes
+_MAX_LENGTH = 1 << 40  # an axis longer than this is no model's (numpy refuses [0, 2**70])
 # the array dtypes a model holds; anything else (objects, strings, big-endian) is refused
 _DTYPES = frozenset({"<f8", "<f4", "<u4", "<i4", "<i8", "<u8", "|u1", "|b1", "<u2"})
 
@@ -107,7 +109,8 @@ def _checked_header(path: str, header) -> dict[str, Any]:
     for entry in header["arrays"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
                 and entry.get("dtype") in _DTYPES and isinstance(entry.get("shape"), list)
-                and all(_is_int(n) and n >= 0 for n in entry["shape"])
+                and len(entry["shape"]) <= _MAX_DIMENSIONS
+                and all(_is_int(n) and 0 <= n <= _MAX_LENGTH for n in entry["shape"])
                 and _is_int(entry.get("offset")) and _is_int(entry.get("nbytes"))
                 and 0 <= entry["offset"] and 0 <= entry["nbytes"]
                 and entry["offset"] + entry["nbytes"] <= header["payload_bytes"]):

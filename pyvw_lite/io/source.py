@@ -13,6 +13,7 @@ import numpy as np
 from .vw_text import split_lines
 
 CHUNK_BYTES = 4 << 20
+MAX_LINE_BYTES = 64 << 20  # a line is one example or answer row: far below this
 FIRST_CHUNK_BYTES = 128 << 10
 
 
@@ -300,6 +301,9 @@ class LineChunks:
                     yield buf, starts, ends, line_no
                     line_no += starts.shape[0]
                 carry = bytes(data[consumed:]) if consumed < len(data) else b""
+                if len(carry) > MAX_LINE_BYTES:  # no example is this long; memory would grow
+                    raise ValueError(f"{self.name}:{line_no}: a line longer than "
+                                     f"{MAX_LINE_BYTES >> 20} MiB (no newline in the data?)")
                 if final:
                     break
         finally:

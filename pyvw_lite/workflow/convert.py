@@ -137,28 +137,41 @@ def _block_columns(data: CrowdData) -> dict[str, Column]:
 
 def read_label_map(path: str) -> list[str]:
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             content = json.load(handle)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CrowdInputError(f"{path}: not a label map ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # bad JSON, UTF-8, nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise CrowdInputError(f"{path}: not a label map ({reason})") from None
     if not isinstance(content, dict) or content.get("format") != MAP_FORMAT:
         raise CrowdInputError(f"{path}: not a pyvw-lite label map")
-    return [str(name) for name in content["labels"]]
+    labels = content.get("labels")
+    if not (isinstance(labels, list) and labels
+            and all(isinstance(name, str) for name in labels)):
+        raise CrowdInputError(f"{path}: a label map's 'labels' is a list of label names")
+    return labels
+
+
+def _lines(handle, path: str):
+    """The lines of a text file; a byte that is not UTF-8 is an error naming the file."""
+    try:
+        yield from handle
+    except UnicodeDecodeError as exc:
+        raise CrowdInputError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
 
 def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
     """VW multiclass predictions (``<k> [tag]`` per line) to ``task,label`` rows."""
     names = read_label_map(label_map)
     rows = []
-    with open(predictions) as handle:
-        for line_number, line in enumerate(handle, start=1):
+    with open(predictions, encoding="utf-8", errors="strict") as handle:
+        for line_number, line in enumerate(_lines(handle, predictions), start=1):
             fields = line.split()
             if not fields:
                 continue
             prediction, rest = split_prediction(fields)
             try:
                 k = int(float(prediction))
-            except ValueError:
+            except (ValueError, OverflowError):  # not a number; inf or 1e400
                 raise CrowdInputError(f"{predictions}:{line_number}: prediction {prediction!r} "
                                       "is not a class number") from None
             if not 1 <= k <= len(names):

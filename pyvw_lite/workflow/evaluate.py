@@ -159,6 +159,10 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float
                 fields = [split_prediction(fields)[0]]
             if fields and not fields[0].startswith("|"):
                 weight = _number(fields[1]) if len(fields) > 1 and not scores else None
+                if weight is not None and not 0.0 <= weight <= _FLOAT32_MAX:
+                    raise ValueError(f"{path}:{first_line + offset}: importance weight "
+                                     f"{fields[1]!r} is negative or beyond float32 (the "
+                                     "learner does not learn from such a line either)")
                 tokens.append((first_line + offset, fields[0],
                                1.0 if weight is None else weight))
             elif fields:
@@ -190,6 +194,9 @@ def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
 def _head(token: str) -> str:
     """A label or prediction token without a ``:weight`` suffix."""
     return token.split(":", 1)[0]
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _number(text: str) -> float | None:

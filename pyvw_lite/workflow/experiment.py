@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..io.atomic import check_paths
+from ..io.atomic import atomic_write, check_paths
 from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
@@ -195,6 +195,9 @@ def _regular_file(path: str, where: str = "") -> None:
         kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
                 else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
         raise ConfigError(f"{where}{': ' if where else ''}{path} is {kind}, not a regular file")
+    if os.path.realpath(path).startswith(("/proc/", "/sys/")):  # "regular", yet endless
+        raise ConfigError(f"{where}{': ' if where else ''}{path} is a kernel file "
+                          "(/proc, /sys), not data")
 
 
 def _check_name(where: str, name: str) -> None:
@@ -215,6 +218,9 @@ def load_config(path: str) -> dict:
         raise ConfigError(f"{path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except (RecursionError, ValueError) as exc:  # [[[[...]]]]; an integer of 5,000 digits
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"{path}: not a usable config ({reason})") from None
     for key in config:
         if key not in ("experiment", "models", "peer"):
             raise ConfigError(f"{path}: unknown table [{key}] (known: [experiment], [[models]], "
@@ -331,8 +337,9 @@ def _run_peer(argv: list[str]) -> None:
 
 
 def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool = True,
-                   out=sys.stdout, plot: bool = True, data_root: str | None = None
+                   out=None, plot: bool = True, data_root: str | None = None
                    ) -> ExperimentResult:
+    out = out or sys.stdout  # looked up now: a redirected stdout is the one in force
     config = load_config(config_path)
     setup = config["experiment"]
     name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
@@ -347,7 +354,8 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     outputs += [f"model{k}{end}" for k in range(len(config["models"]) + len(config.get("peer", [])))
                 for end in (".cache", ".vwcache", ".model", ".pred")]
     try:  # the data may live anywhere; what the run writes stays in the work directory
-        check_paths([(key, source)], [(name, os.path.join(workdir, name)) for name in outputs])
+        check_paths([(key, source), ("config", config_path)],
+                    [(name, os.path.join(workdir, name)) for name in outputs])
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
     if "answers" in setup:
@@ -445,7 +453,7 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                         else asdict(paired_difference(hits[baseline], hits[r.name])))
     out.write(result.table())
     record = os.path.join(workdir, "results.json")
-    with open(record, "w") as handle:
+    with atomic_write(record, binary=False) as handle:  # never through a planted symlink
         json.dump(asdict(result), handle, indent=1)
     out.write(f"record: {record}\n")
     if plot:
@@ -484,6 +492,7 @@ def plot_results(result: ExperimentResult, path: str) -> str | None:
     except ImportError:
         return None
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # a name is text, never $math$ to parse
     import matplotlib.pyplot as plt
     names = [f"{r.name}\n({r.tool})" if r.tool == "VW" else r.name for r in result.results]
     losses = [r.loss for r in result.results]
@@ -497,6 +506,7 @@ def plot_results(result: ExperimentResult, path: str) -> str | None:
     axes.set_ylabel(f"{result.metric} (95% interval)")
     axes.set_title(result.name)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    with atomic_write(path) as handle:
+        figure.savefig(handle, format="png", dpi=120)
     plt.close(figure)
     return path

@@ -73,6 +73,7 @@ def plot_progress(curves: list[Curve], path: str, since: bool = False,
     except ImportError:
         raise ValueError("plotting needs matplotlib: pip install 'pyvw-lite[plot]'") from None
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # titles and file names are text, not $math$
     import matplotlib.pyplot as plt
 
     from ..io.atomic import atomic_write
