@@ -56,6 +56,9 @@ UPDATE_FLAG_NOTE = ("[info] --adaptive/--normalized/--invariant under --dyad: it
                     "take VW's adaptive normalized rates and every step is exact already")
 
 
+# Options that decide which labels are valid, and so which lines a cache skipped.
+LABEL_OPTIONS = ("oaa", "ect", "ft", "sft", "named_labels", "indexing", "binary")
+
 class Driver:
     shared_stream = False  # -p and -r write to one descriptor: lines interleave as in VW
 
@@ -140,9 +143,16 @@ class Driver:
                     may_replace=(("-f", "-i"), ("--save_per_pass", "-i")))
 
     def _cache_settings(self) -> dict:
+        """What a cache must have been written under to stand for the data now: the source,
+        the hashing, and everything that decides which lines were skipped (whether labels
+        are numbers, --strict_parse), so that a cache never holds other examples than the text
+        would give."""
+        ws = self.ws
         return {"format": cache_io.FORMAT, "examples": self.o.examples,
                 "hash_seed": self.o.hash_seed,
-                "hash_all": self.ws.hash_all, "loss": self.ws.loss_name,
+                "hash_all": ws.hash_all, "loss": ws.loss_name,
+                "labels": [getattr(self.o, name) for name in LABEL_OPTIONS],
+                "strict_parse": bool(self.o.strict_parse),
                 "source": cache_io.source_signature(self.o.data)}
 
     def _announce_interactions(self) -> None:

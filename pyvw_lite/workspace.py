@@ -145,8 +145,10 @@ def _check_learner_model(path: str, model: ModelData) -> None:
                                           and 0 <= state[name] <= 1 << 16)]
     learner = state.get("learner")
     unbounded = (gd.MIN_LABEL, gd.MAX_LABEL)  # the label range starts at --min/max_prediction
+    # sums and counts are never negative (a negative normalizer sum divided by zero in the
+    # kernel); only the label range may be negative or infinite
     if not isinstance(learner, list) or not all(
-            _number(v) or i in unbounded and _number(v, infinite=True)
+            _number(v) and v >= 0 or i in unbounded and _number(v, infinite=True)
             for i, v in enumerate(learner)):
         problems.append("learner")
     if not isinstance(state.get("stride"), int):

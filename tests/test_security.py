@@ -1198,3 +1198,122 @@ def test_an_array_with_absurd_axes_is_a_corrupt_model_named(small_model, tmp_pat
     assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert _one_line(err) and f"{hostile}: corrupt model file (array directory entry" in err
+
+
+# ------------------------------------------------ issue 37: the second attack's findings
+def test_a_cache_is_rebuilt_when_the_lines_it_skipped_would_differ(tmp_path, capsys):
+    """A cache built under --oaa 3 (labels are classes: '2.5' skipped) was reused by a plain
+    run, and one built without --strict_parse by a run with it: other examples, no word."""
+    data = tmp_path / "d.vw"
+    data.write_text("1 |x a\n2 |x b\n3 |x c\n2.5 |x c d\n1 |x e\n")
+    assert main(["-d", str(data), "-c", "--oaa", "3", "--quiet"]) == 0
+    _, err, code = run_workspace(["-d", str(data), "-c"])
+    assert code == 0 and "number of examples = 5" in err, err  # the cache had 4
+    bad = tmp_path / "sp.vw"
+    bad.write_text("1 |x a\n1 label |x b\n")
+    assert main(["-d", str(bad), "-c", "--quiet"]) == 0
+    assert main(["-d", str(bad), "-c", "--strict_parse", "--quiet"]) == 1
+    assert "importance weight 'label' is not a number" in capsys.readouterr().err
+
+
+def test_a_cache_file_that_is_no_regular_file_is_refused(tmp_path, capsys):
+    """`--cache_file /dev/null --passes 2` as root replaced /dev/null with a regular file; a
+    FIFO as the cache hung the run."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main(["-d", str(data), "--cache_file", str(fifo), "--passes", "2", "--quiet"]) == 1
+    assert "exists and is not a regular file" in capsys.readouterr().err
+    assert stat_is_fifo(fifo)
+    os.mkfifo(tmp_path / "d.vw.cache")
+    assert main(["-d", str(data), "-c", "--passes", "2", "--quiet"]) == 1
+    assert "exists and is not a regular file" in capsys.readouterr().err
+
+
+def stat_is_fifo(path) -> bool:
+    import stat
+    return stat.S_ISFIFO(os.stat(path).st_mode)
+
+
+def test_a_negative_normalizer_sum_in_a_signed_model_is_refused(small_model, tmp_path, capsys):
+    """A normalizer sum set negative loaded and ended in ZeroDivisionError in the kernel."""
+    data, model, _ = small_model
+    header, payload = split_model(model.read_bytes())
+    for index in (4, 5):
+        state = list(header["state"]["learner"])
+        state[index] = -3.0
+        hostile = tmp_path / f"neg{index}.pvw"
+        hostile.write_bytes(signed_model(dict(header, state=dict(header["state"], learner=state)),
+                                         payload))
+        assert main(["-d", str(data), "-i", str(hostile), "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert _one_line(err) and "malformed model (learner not as a model writes them)" in err
+
+
+def test_split_reads_a_line_of_repeated_namespaces_in_linear_time(tmp_path):
+    """`|rater:` repeated: the namespace pattern backtracked quadratically (112 KB: 20 s)."""
+    data = tmp_path / "r.vw"
+    data.write_text("1 " + "|rater:" * 60_000 + "\n")  # 420 KB: minutes before, instant now
+    done = subprocess.run([sys.executable, "-m", "pyvw_lite", "split", str(data), "--train",
+                           str(tmp_path / "a.vw"), "--test", str(tmp_path / "b.vw")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_experiment_never_follows_a_planted_link_to_a_model_output(tmp_path, capsys):
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
+                                                       for i in range(180)))
+    config = tmp_path / "c.toml"
+    config.write_text('[experiment]\nname = "c"\nanswers = "answers.csv"\n[[models]]\n'
+                      'name = "linear"\nargs = "--oaa {K}"\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    names = ("model0.pred", "model0.model", "model0.cache")
+    for name in names:
+        (tmp_path / f"victim-{name}").write_text("precious\n")
+        (work / name).symlink_to(tmp_path / f"victim-{name}")
+    assert main(["experiment", str(config), "--workdir", str(work)]) == 0, \
+        capsys.readouterr().err
+    assert all((tmp_path / f"victim-{name}").read_text() == "precious\n" for name in names)
+
+
+def test_long_labels_and_many_classes_stay_bounded(tmp_path, capsys):
+    """A crowd label of 150,000 characters padded every cell of the printed matrix to it
+    (2 GB, 634 MB of stderr); evaluate printed an 8,000 x 8,000 confusion matrix."""
+    long = "x" * 150_000
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i},w{i % 5},{(long, 'b', 'c')[i % 3]}\n"
+                                                       for i in range(60)))
+    assert main(["crowd", str(answers), "-p", str(tmp_path / "l.csv")]) == 0
+    assert len(capsys.readouterr().err) < 4 * len(long)
+    data = tmp_path / "many.vw"
+    data.write_text("".join(f"c{i} |a x\n" for i in range(5000)))
+    predictions = tmp_path / "many.txt"
+    predictions.write_text("".join(f"c{(i + 1) % 5000}\n" for i in range(5000)))
+    assert main(["evaluate", "-p", str(predictions), "-d", str(data)]) == 1
+    assert "more classes than evaluate scores (4096)" in capsys.readouterr().err
+    data.write_text("".join(f"c{i % 40} |a x\n" for i in range(400)))
+    predictions.write_text("".join(f"c{i % 41}\n" for i in range(400)))
+    assert main(["evaluate", "-p", str(predictions), "-d", str(data)]) == 0
+    assert "confusion matrix: not printed for 41 classes (more than 32)" in \
+        capsys.readouterr().out
+
+
+def test_convert_back_refuses_a_prediction_that_is_no_class(tmp_path, capsys):
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\nt1,w1,a\nt2,w1,b\n")
+    label_map = tmp_path / "map.json"
+    assert main(["convert", str(answers), "-o", str(tmp_path / "all.vw"), "--map",
+                 str(label_map)]) == 0
+    (tmp_path / "p.txt").write_text("2.9 t1\n1.5 t2\n")
+    assert main(["convert", "--back", str(tmp_path / "p.txt"), "-o", str(tmp_path / "b.csv"),
+                 "--map", str(label_map)]) == 1
+    assert "prediction '2.9' is not a class number" in capsys.readouterr().err
+
+
+def test_plot_text_is_drawn_verbatim():
+    from pyvw_lite.io.plotting import plain_text
+    assert plain_text("$\\frac{1}{2$") == "\\$\\frac{1}{2\\$"
+    assert plain_text("_run").startswith("\u200b") and plain_text("_run").endswith("_run")

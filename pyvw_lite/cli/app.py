@@ -7,7 +7,7 @@ import sys
 import typer
 
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
-from ..io.atomic import check_paths
+from ..io.atomic import atomic_write, check_paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
@@ -43,7 +43,7 @@ def bench(
     results = run_bench(lines=lines, repeat=repeat, seed=seed, loss=loss, workdir=workdir,
                         peer=peer, chosen=chosen)
     if json_out:
-        with open(json_out, "w") as handle:
+        with atomic_write(json_out, binary=False) as handle:
             handle.write(results_json(results))
 
 
@@ -218,7 +218,7 @@ def bench_crowd(
                            peer_python=peer, workdir=workdir,
                            peer_sizes=tuple(peer_tasks or (100_000,)))
     if json_out:
-        with open(json_out, "w") as handle:
+        with atomic_write(json_out, binary=False) as handle:
             json.dump(rows, handle, indent=1)
 
 
@@ -242,7 +242,7 @@ def bench_scale(
     rows = run_scale_bench(lines=lines, tasks=tasks, passes=passes, repeat=repeat, seed=seed,
                            workdir=workdir)
     if json_out:
-        with open(json_out, "w") as handle:
+        with atomic_write(json_out, binary=False) as handle:
             handle.write(rows_json(rows))
 
 

@@ -10,6 +10,7 @@ from typing import TextIO
 import numpy as np
 
 from ..io.atomic import atomic_write
+from ..io.plotting import plain_text
 from .model import CrowdConfig, CrowdModel, confusion
 
 ONLINE_HEADER = ("cumul      since      example    current    current    current\n"
@@ -143,8 +144,8 @@ class BatchProgress:
 
 def hypermean_text(model: CrowdModel) -> str:
     """softmax(mu[k, .]) per true label (beta = 1): the population's confusion matrix."""
-    names = model.config.label_names
-    width = max(8, max(len(name) for name in names) + 1)
+    names = [name if len(name) <= 23 else name[:22] + "~" for name in model.config.label_names]
+    width = max(8, max(len(name) for name in names) + 1)  # at most 24: a long name is cut
     matrix = model.hypermean_confusion()
     lines = ["hypermean confusion matrix (row: true label, column: answer)",
              " " * width + "".join(f"{name:>{width}}" for name in names)]
@@ -245,10 +246,9 @@ def plot_workers(path: str, view: WorkerView, answers_per_worker: np.ndarray) ->
         raise ValueError("--workers_plot needs matplotlib: pip install 'pyvw-lite[plot]'") \
             from None
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # labels are text, never $math$
     import matplotlib.pyplot as plt
     reliability = view.reliability
-    names = [str(name) for name in view.label_names]
+    names = [plain_text(str(name)) for name in view.label_names]
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     bins = np.linspace(0.0, 1.0, 21)
     left.hist(reliability, bins=bins, color="#1f77b4", alpha=0.8, label="workers")

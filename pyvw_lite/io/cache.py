@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import struct
 import zlib
 from typing import BinaryIO, Iterator
@@ -169,10 +170,17 @@ def refuse_foreign(path: str) -> None:
     file, never anything else: a data file or a model named by mistake is kept (VW refuses the
     same)."""
     try:
-        with open(path, "rb") as handle:
-            start = handle.read(len(MAGIC))
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         return
+    except OSError:
+        return  # not reachable: writing it fails with its own message
+    if not stat.S_ISREG(mode):  # /dev/null reads empty, a FIFO blocks: neither is a cache
+        raise CacheError(f"--cache_file {path} exists and is not a regular file; it is not "
+                         "used as a cache (name a file)")
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(len(MAGIC))
     except OSError:
         return  # not readable: writing it fails with its own message
     if start and start != MAGIC:

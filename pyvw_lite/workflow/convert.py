@@ -170,8 +170,11 @@ def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
                 continue
             prediction, rest = split_prediction(fields)
             try:
-                k = int(float(prediction))
-            except (ValueError, OverflowError):  # not a number; inf or 1e400
+                number = float(prediction)
+                k = int(number)
+                if k != number:  # 2.9 is no class: a regression's output, not a class's
+                    raise ValueError
+            except (ValueError, OverflowError):  # not a number, not whole; inf or 1e400
                 raise CrowdInputError(f"{predictions}:{line_number}: prediction {prediction!r} "
                                       "is not a class number") from None
             if not 1 <= k <= len(names):

@@ -115,9 +115,13 @@ class Evaluation:
         for k, name in enumerate(self.classes):
             lines.append(f"{name:<12} {precision[k]:>10.4f} {recall[k]:>10.4f} "
                          f"{int(self.confusion[k].sum()):>8}")
-        width = max(7, max(len(name) for name in self.classes) + 1)
+        if len(self.classes) > PRINTED_CLASSES:
+            lines += ["", f"confusion matrix: not printed for {len(self.classes)} classes (more "
+                          f"than {PRINTED_CLASSES})"]
+            return "\n".join(lines) + "\n"
+        width = min(max(7, max(len(name) for name in self.classes) + 1), 24)
         lines += ["", "confusion matrix (row: truth, column: prediction)",
-                  " " * 12 + "".join(f"{name:>{width}}" for name in self.classes)]
+                  " " * 12 + "".join(f"{name[:width - 1]:>{width}}" for name in self.classes)]
         for k, name in enumerate(self.classes):
             lines.append(f"{name:<12}" + "".join(f"{int(v):>{width}}" for v in self.confusion[k]))
         return "\n".join(lines) + "\n"
@@ -125,6 +129,9 @@ class Evaluation:
 
 def confusion_of(truth: list[str], predicted: list[str]) -> Evaluation:
     names = sorted(set(truth) | set(predicted), key=_natural)
+    if len(names) > MAX_CLASSES:  # a K x K matrix: 30,000 classes would be 7 GiB
+        raise ValueError(f"{len(names)} distinct labels and predictions: more classes than "
+                         f"evaluate scores ({MAX_CLASSES}); are these ids rather than labels?")
     index = {name: k for k, name in enumerate(names)}
     matrix = np.zeros((len(names), len(names)), dtype=np.int64)
     rows = np.array([index[v] for v in truth], dtype=np.int64)
@@ -197,6 +204,8 @@ def _head(token: str) -> str:
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_CLASSES = 4096  # the confusion matrix: 128 MiB
+PRINTED_CLASSES = 32
 
 
 def _number(text: str) -> float | None:

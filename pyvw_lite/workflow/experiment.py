@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..io.atomic import atomic_write, check_paths
+from ..io.plotting import plain_text
 from ..options import FILES_AND_EXECUTOR, OptionError, parse_argv
 from .convert import crowd_to_vw
 from .evaluate import (RegressionEvaluation, evaluate_predictions, mean_interval,
@@ -297,11 +298,15 @@ def _resolve(base: str, path: str, data_root: str | None = None) -> str:
 
 def _labels_of(path: str) -> list[str]:
     labels = []
-    with open(path) as handle:
-        for line in handle:
-            fields = line.split()
-            if fields and not fields[0].startswith("|"):
-                labels.append(fields[0].split(":", 1)[0])
+    with open(path, encoding="utf-8") as handle:
+        try:
+            for line in handle:
+                fields = line.split()
+                if fields and not fields[0].startswith("|"):
+                    labels.append(fields[0].split(":", 1)[0])
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text (an experiment's data is plain VW "
+                              "text; decompress a .gz first)") from None
     return labels
 
 
@@ -358,6 +363,10 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                     [(name, os.path.join(workdir, name)) for name in outputs])
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
+    for name in outputs:  # VW opens its -p, -f and cache by name: a planted link would lead
+        path = os.path.join(workdir, name)  # it out of the work directory
+        if os.path.islink(path):
+            os.unlink(path)
     if "answers" in setup:
         report = crowd_to_vw(source, all_lines,
                              os.path.join(workdir, "labels.json"), shuffle_seed=seed)
@@ -492,9 +501,9 @@ def plot_results(result: ExperimentResult, path: str) -> str | None:
     except ImportError:
         return None
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # a name is text, never $math$ to parse
     import matplotlib.pyplot as plt
-    names = [f"{r.name}\n({r.tool})" if r.tool == "VW" else r.name for r in result.results]
+    names = [plain_text(f"{r.name}\n({r.tool})" if r.tool == "VW" else r.name)
+             for r in result.results]
     losses = [r.loss for r in result.results]
     below = [r.loss - r.low for r in result.results]
     above = [r.high - r.loss for r in result.results]
@@ -504,7 +513,7 @@ def plot_results(result: ExperimentResult, path: str) -> str | None:
                     for r in result.results])
     axes.set_xticks(range(len(names)), names, fontsize=8)
     axes.set_ylabel(f"{result.metric} (95% interval)")
-    axes.set_title(result.name)
+    axes.set_title(plain_text(result.name))
     figure.tight_layout()
     with atomic_write(path) as handle:
         figure.savefig(handle, format="png", dpi=120)

@@ -73,31 +73,32 @@ def plot_progress(curves: list[Curve], path: str, since: bool = False,
     except ImportError:
         raise ValueError("plotting needs matplotlib: pip install 'pyvw-lite[plot]'") from None
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # titles and file names are text, not $math$
     import matplotlib.pyplot as plt
 
     from ..io.atomic import atomic_write
+    from ..io.plotting import plain_text
     figure, axes = plt.subplots(figsize=(7, 4.2))
     for index, curve in enumerate(curves):
         colour = f"C{index % 10}"
         rows = [k for k, flag in enumerate(curve.holdout) if not flag]
         held = [k for k, flag in enumerate(curve.holdout) if flag]
         axes.plot([curve.examples[k] for k in rows], [curve.average[k] for k in rows],
-                  color=colour, marker=".", label=curve.name)
+                  color=colour, marker=".", label=plain_text(curve.name))
         if since:
             axes.plot([curve.examples[k] for k in rows], [curve.since[k] for k in rows],
-                      color=colour, linestyle=":", alpha=0.7, label=f"{curve.name} (since last)")
+                      color=colour, linestyle=":", alpha=0.7,
+                      label=plain_text(f"{curve.name} (since last)"))
         if held:  # after the first pass the rows report the held-out loss instead
             axes.plot([curve.examples[k] for k in held], [curve.average[k] for k in held],
                       color=colour, marker="s", markersize=4, linestyle="--",
-                      label=f"{curve.name} (holdout)")
+                      label=plain_text(f"{curve.name} (holdout)"))
     axes.set_xscale("log")
     axes.set_xlabel("examples seen (weighted)")
     axes.set_ylabel("average loss (progressive)")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
     if title:
-        axes.set_title(title)
+        axes.set_title(plain_text(title))
     figure.tight_layout()
     with atomic_write(path, binary=True) as handle:
         figure.savefig(handle, format="png", dpi=120)
