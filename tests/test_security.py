@@ -1317,3 +1317,60 @@ def test_plot_text_is_drawn_verbatim():
     from pyvw_lite.io.plotting import plain_text
     assert plain_text("$\\frac{1}{2$") == "\\$\\frac{1}{2\\$"
     assert plain_text("_run").startswith("\u200b") and plain_text("_run").endswith("_run")
+
+
+# ------------------------------------------------ issue 37: the third attack's findings
+def test_shard_caches_are_checked_like_the_cache(tmp_path, capsys):
+    """A FIFO at DATA.cache.shard1of2 blocked a worker forever (its heartbeats kept it alive);
+    -f could name a shard's cache."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    os.mkfifo(tmp_path / "d.vw.cache.shard1of2")
+    assert main(["-d", str(data), "-c", "--executor", "processes:2", "--passes", "2",
+                 "-f", str(tmp_path / "m.pvw"), "--quiet"]) == 1
+    assert "d.vw.cache.shard1of2 exists and is not a regular file" in capsys.readouterr().err
+    os.unlink(tmp_path / "d.vw.cache.shard1of2")
+    target = tmp_path / "d.vw.cache.shard1of2"
+    assert main(["-d", str(data), "-c", "--executor", "processes:2", "--passes", "2",
+                 "-f", str(target), "--quiet"]) == 1
+    assert "is the -f file too: two outputs cannot share a file" in capsys.readouterr().err
+
+
+def test_convert_writes_one_line_per_answer_whatever_a_number_cell_holds(tmp_path, capsys):
+    answers = tmp_path / "f.csv"
+    answers.write_text('task,worker,label,c\nt1,w1,a,"1\n"\nt1,w2,b,"\n\n2"\nt2,w1,a,3\n')
+    out = tmp_path / "f.vw"
+    assert main(["convert", str(answers), "-o", str(out), "--features", "c"]) == 0
+    assert len(out.read_text().splitlines()) == 3
+    assert "|c c:2" in out.read_text()
+
+
+def test_a_model_cannot_name_labels_that_break_prediction_lines(tmp_path, capsys):
+    data = tmp_path / "n.vw"
+    model = tmp_path / "n.pvw"
+    data.write_text("a |a x\nb |a y\n")
+    assert main(["-d", str(data), "--oaa", "2", "--named_labels", "a,b", "-f", str(model),
+                 "--quiet"]) == 0
+    header, payload = split_model(model.read_bytes())
+    forged = "a\n1 forged-line\n2 forged-line,b"
+    header["options"] = [forged if token == "a,b" else token for token in header["options"]]
+    header["state"]["kept"] = {k: (forged if v == "a,b" else v)
+                               for k, v in header["state"]["kept"].items()}
+    hostile = tmp_path / "evil.pvw"
+    hostile.write_bytes(signed_model(header, payload))
+    predictions = tmp_path / "p.txt"
+    assert main(["-d", str(data), "-t", "-i", str(hostile), "-p", str(predictions),
+                 "--quiet"]) == 1
+    assert "a label name holds no space, tab, line break or '|'" in capsys.readouterr().err
+    assert not predictions.exists()
+
+
+def test_an_experiment_on_too_little_data_is_one_line(tmp_path, capsys):
+    (tmp_path / "one.vw").write_text("1 |a x\n")
+    for seed in (0, 1):
+        config = tmp_path / f"c{seed}.toml"
+        config.write_text(f'[experiment]\nname = "c{seed}"\ndata = "one.vw"\nseed = {seed}\n'
+                          '[[models]]\nname = "c"\nconstant = true\n')
+        assert main(["experiment", str(config), "--workdir", str(tmp_path / f"w{seed}")]) == 1
+        err = capsys.readouterr().err
+        assert _one_line(err) and "the split left" in err, err

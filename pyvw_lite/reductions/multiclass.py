@@ -103,6 +103,11 @@ class MulticlassReduction:
             if len(self.names) != classes or len(set(self.names)) != classes or "" in self.names:
                 raise OptionError(f"option '--named_labels': {options.named_labels!r} must name "
                                   f"{classes} distinct labels")
+            if any(character in name for name in self.names for character in " \t\n\r|"):
+                # a label is one token of a line: a space or line break in a name (set by a
+                # model file too) would add lines to -p
+                raise OptionError(f"option '--named_labels': {options.named_labels!r}: a label "
+                                  "name holds no space, tab, line break or '|'")
             self.name_index = {name.encode(): k for k, name in enumerate(self.names)}
         self.indexing = options.indexing  # None: detected from the data, as VW does
 

@@ -104,7 +104,9 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
             if bad.any():
                 left_out[name] = int(np.isin(column.codes, np.flatnonzero(bad)).sum())
                 empty |= bad
-        cells = np.array(["" if blank else f" |{vw_token(name)} {vw_token(name)}:{value}"
+        # a number's text stripped: float() reads "\n\n2" as 2, and the line breaks would be
+        # written into the VW file as lines of their own
+        cells = np.array(["" if blank else f" |{vw_token(name)} {vw_token(name)}:{value.strip()}"
                           if numeric else f" |{vw_token(name)} {vw_token(name)}_{vw_token(value)}"
                           for value, blank in zip(values, empty)], dtype=object)
         codes = np.where(column.codes < 0, column.values.size, column.codes)

@@ -377,6 +377,10 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
     K = len(labels)
     train, test = os.path.join(workdir, "train.vw"), os.path.join(workdir, "test.vw")
     split = split_file(all_lines, train, test, float(setup.get("test_fraction", 1 / 16)), seed)
+    if split.train_lines == 0 or split.test_lines == 0:
+        raise ConfigError(f"{config_path}: the split left {split.train_lines} train and "
+                          f"{split.test_lines} test lines; the data needs more lines (or another "
+                          "test_fraction or seed)")
     out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}"
               + "".join(f"{'; ' if k == 0 else ', '}test {what} seen in training {seen}/{total}"
                         for k, (what, seen, total) in enumerate(split.overlaps())) + "\n")
