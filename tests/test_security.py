@@ -57,6 +57,22 @@ def signed_model(header, payload: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
+def with_array(header, payload: bytes, name: str, array: np.ndarray) -> bytes:
+    """A signed model whose array ``name`` is replaced by ``array`` (any dtype and size), the
+    directory and payload laid out again: what a hostile author can write."""
+    arrays, chunks, offset = [], [], 0
+    for entry in header["arrays"]:
+        if entry["name"] == name:
+            raw, dtype, shape = array.tobytes(), array.dtype.str, list(array.shape)
+        else:
+            raw = payload[entry["offset"]:entry["offset"] + entry["nbytes"]]
+            dtype, shape = entry["dtype"], entry["shape"]
+        arrays.append(dict(entry, offset=offset, nbytes=len(raw), dtype=dtype, shape=shape))
+        chunks.append(raw)
+        offset += len(raw)
+    return signed_model(dict(header, arrays=arrays, payload_bytes=offset), b"".join(chunks))
+
+
 def files_under(root) -> set:
     return {os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names}
 
@@ -872,17 +888,8 @@ def test_a_uint64_row_index_beyond_int64_is_refused(small_model, tmp_path, capsy
     rows = np.frombuffer(payload, "<u4", count=entries["rows"]["shape"][0],
                          offset=entries["rows"]["offset"]).astype("<u8")
     rows[0] = (1 << 64) - 1  # -1 as int64
-    arrays, chunks, offset = [], [], 0
-    for e in header["arrays"]:
-        raw = rows.tobytes() if e["name"] == "rows" else \
-            payload[e["offset"]:e["offset"] + e["nbytes"]]
-        arrays.append(dict(e, offset=offset, nbytes=len(raw),
-                           dtype="<u8" if e["name"] == "rows" else e["dtype"]))
-        chunks.append(raw)
-        offset += len(raw)
-    header["arrays"], header["payload_bytes"] = arrays, offset
     hostile = tmp_path / "wrap.pvw"
-    hostile.write_bytes(signed_model(header, b"".join(chunks)))
+    hostile.write_bytes(with_array(header, payload, "rows", rows))
     assert main(["-d", str(data), "-t", "-i", str(hostile), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "malformed model (rows not as a model writes them)" in err and "Traceback" not in err
@@ -1094,17 +1101,9 @@ def test_weights_beyond_float32_in_a_signed_model_are_refused(small_model, tmp_p
                            offset=entries["values"]["offset"],
                            count=int(np.prod(entries["values"]["shape"]))).astype("<f8")
     values[:3] = 1e200  # finite, but inf once in the float32 weight table
-    arrays, chunks, offset = [], [], 0
-    for e in header["arrays"]:
-        raw = values.tobytes() if e["name"] == "values" else \
-            payload[e["offset"]:e["offset"] + e["nbytes"]]
-        arrays.append(dict(e, offset=offset, nbytes=len(raw),
-                           dtype="<f8" if e["name"] == "values" else e["dtype"]))
-        chunks.append(raw)
-        offset += len(raw)
-    header["arrays"], header["payload_bytes"] = arrays, offset
     hostile = tmp_path / "big.pvw"
-    hostile.write_bytes(signed_model(header, b"".join(chunks)))
+    hostile.write_bytes(with_array(header, payload, "values",
+                                   values.reshape(entries["values"]["shape"])))
     assert main(["-d", str(data), "-i", str(hostile), "--quiet"]) == 1
     assert "malformed model (values not as a model writes them)" in capsys.readouterr().err
 
