@@ -1373,3 +1373,40 @@ def test_an_experiment_on_too_little_data_is_one_line(tmp_path, capsys):
         assert main(["experiment", str(config), "--workdir", str(tmp_path / f"w{seed}")]) == 1
         err = capsys.readouterr().err
         assert _one_line(err) and "the split left" in err, err
+
+
+# ------------------------------------------------ issue 37: the fourth attack's findings
+def test_task_ids_with_unicode_white_space_survive_the_round_trip(tmp_path):
+    from pyvw_lite.workflow.convert import from_vw_token, vw_token
+    for text in ("q\u00a00", "x\u2028y", "a\x1cb", "c\u0085d", "a b", "plain"):
+        token = vw_token(text)
+        assert len(token.split()) == 1 and from_vw_token(token) == text, (text, token)
+
+
+def test_digits_vw_cannot_read_as_a_number_are_left_out(tmp_path, capsys):
+    answers = tmp_path / "u.csv"
+    answers.write_text("task,worker,label,c\nt1,w1,a,\u0661\u0662\nt1,w2,b,3\nt2,w1,a,4\n",
+                       encoding="utf-8")
+    out = tmp_path / "u.vw"
+    assert main(["convert", str(answers), "-o", str(out), "--features", "c"]) == 0
+    assert "\u0661" not in out.read_text(encoding="utf-8")
+
+
+def test_evaluate_refuses_numbers_beyond_float32(tmp_path, capsys):
+    data = tmp_path / "d.vw"
+    data.write_text("1.5 |a x\n1e308 |a y\n")
+    predictions = tmp_path / "p.txt"
+    predictions.write_text("2\n-1e308\n")
+    assert main(["evaluate", "-p", str(predictions), "-d", str(data)]) == 1
+    assert _one_line(capsys.readouterr().err)
+
+
+def test_an_experiment_keeps_its_own_name(tmp_path, capsys):
+    answers = tmp_path / "answers.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
+                                                       for i in range(180)))
+    config = tmp_path / "c.toml"
+    config.write_text('[experiment]\nname = "seedrun"\nanswers = "answers.csv"\n[[models]]\n'
+                      'name = "c"\nconstant = true\n')
+    assert main(["experiment", str(config), "--workdir", str(tmp_path / "w")]) == 0
+    assert json.loads((tmp_path / "w" / "results.json").read_text())["name"] == "seedrun"

@@ -27,13 +27,22 @@ MAP_FORMAT = "pyvw-lite label map 1"
 _ESCAPED = {character: f"%{ord(character):02X}" for character in "%:| \t'\r\n\v\f"}
 
 
+def _escaped(character: str) -> str:
+    if character in _ESCAPED:
+        return _ESCAPED[character]
+    if character.isspace():  # U+00A0, U+2028, \x1c..: str.split() breaks a line there too
+        return "".join(f"%{byte:02X}" for byte in character.encode("utf-8"))
+    return character
+
+
 def vw_token(text: str) -> str:
-    """An id as a VW feature name or tag: ``%``, ``:``, ``|``, ``'`` and white space
-    percent-encoded (``q 1`` -> ``q%201``); :func:`from_vw_token` reverses it."""
+    """An id as a VW feature name or tag: ``%``, ``:``, ``|``, ``'`` and white space (any
+    that ``str.split`` splits on) percent-encoded (``q 1`` -> ``q%201``); :func:`from_vw_token`
+    reverses it."""
     text = str(text)
-    if not any(character in _ESCAPED for character in text):
+    if not any(character in _ESCAPED or character.isspace() for character in text):
         return text
-    return "".join(_ESCAPED.get(character, character) for character in text)
+    return "".join(_escaped(character) for character in text)
 
 
 def from_vw_token(token: str) -> str:
@@ -101,6 +110,8 @@ def crowd_to_vw(answers: str, out: str, label_map: str | None = None,
         if numeric:  # nan, inf, 1e400: no value a learner can use, so left out like a blank
             bad = ~empty & ~np.isfinite(np.array([0.0 if blank else float(value) for value, blank
                                                   in zip(values, empty)]))
+            # float() reads Arabic-Indic and full-width digits; VW reads them as a string value
+            bad |= ~empty & np.array([not str(value).strip().isascii() for value in values])
             if bad.any():
                 left_out[name] = int(np.isin(column.codes, np.flatnonzero(bad)).sum())
                 empty |= bad

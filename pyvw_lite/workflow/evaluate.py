@@ -326,7 +326,14 @@ def evaluate_predictions(predictions: str, data: str,
     try:
         truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
     except Regression as numeric:
-        return RegressionEvaluation(errors=numeric.predictions - numeric.labels)
+        for values, path in ((numeric.labels, data), (numeric.predictions, predictions)):
+            if not (np.abs(values) <= _FLOAT32_MAX).all():  # squares of 1e308 are inf
+                raise ValueError(f"{path}: a number beyond float32 (the learner reads none; "
+                                 "its errors and squares would not be finite)") from None
+        errors = numeric.predictions - numeric.labels
+        if not np.isfinite(errors ** 2).all():
+            raise ValueError(f"{predictions}: errors whose squares are not finite") from None
+        return RegressionEvaluation(errors=errors)
     result = confusion_of(truth, guesses)
     weights = np.array(weights)
     if (weights != 1.0).any() and weights.sum() > 0:  # VW's average loss weighs by importance

@@ -360,11 +360,11 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                 for end in (".cache", ".vwcache", ".model", ".pred")]
     try:  # the data may live anywhere; what the run writes stays in the work directory
         check_paths([(key, source), ("config", config_path)],
-                    [(name, os.path.join(workdir, name)) for name in outputs])
+                    [(output, os.path.join(workdir, output)) for output in outputs])
     except ValueError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
-    for name in outputs:  # VW opens its -p, -f and cache by name: a planted link would lead
-        path = os.path.join(workdir, name)  # it out of the work directory
+    for output in outputs:  # VW opens its -p, -f and cache by name: a planted link would lead
+        path = os.path.join(workdir, output)  # it out of the work directory
         if os.path.islink(path):
             os.unlink(path)
     if "answers" in setup:
