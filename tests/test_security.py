@@ -73,6 +73,14 @@ def with_array(header, payload: bytes, name: str, array: np.ndarray) -> bytes:
     return signed_model(dict(header, arrays=arrays, payload_bytes=offset), b"".join(chunks))
 
 
+def small_answers(folder):
+    """answers.csv of 180 answers (30 tasks, 7 workers, 3 labels) in ``folder``."""
+    path = folder / "answers.csv"
+    path.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
+                                                    for i in range(180)))
+    return path
+
+
 def files_under(root) -> set:
     return {os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names}
 
@@ -1110,9 +1118,7 @@ def test_weights_beyond_float32_in_a_signed_model_are_refused(small_model, tmp_p
 
 def test_an_experiment_writes_nothing_through_planted_symlinks_or_over_its_config(tmp_path,
                                                                                   capsys):
-    answers = tmp_path / "answers.csv"
-    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
-                                                       for i in range(180)))
+    small_answers(tmp_path)
     config = tmp_path / "small.toml"
     config.write_text('[experiment]\nname = "small"\nanswers = "answers.csv"\n'
                       '[[models]]\nname = "c"\nconstant = true\n')
@@ -1261,9 +1267,7 @@ def test_split_reads_a_line_of_repeated_namespaces_in_linear_time(tmp_path):
 
 
 def test_an_experiment_never_follows_a_planted_link_to_a_model_output(tmp_path, capsys):
-    answers = tmp_path / "answers.csv"
-    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
-                                                       for i in range(180)))
+    small_answers(tmp_path)
     config = tmp_path / "c.toml"
     config.write_text('[experiment]\nname = "c"\nanswers = "answers.csv"\n[[models]]\n'
                       'name = "linear"\nargs = "--oaa {K}"\n')
@@ -1402,9 +1406,7 @@ def test_evaluate_refuses_numbers_beyond_float32(tmp_path, capsys):
 
 
 def test_an_experiment_keeps_its_own_name(tmp_path, capsys):
-    answers = tmp_path / "answers.csv"
-    answers.write_text("task,worker,label\n" + "".join(f"t{i % 30},w{i % 7},{i % 3}\n"
-                                                       for i in range(180)))
+    small_answers(tmp_path)
     config = tmp_path / "c.toml"
     config.write_text('[experiment]\nname = "seedrun"\nanswers = "answers.csv"\n[[models]]\n'
                       'name = "c"\nconstant = true\n')
