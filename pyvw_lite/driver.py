@@ -128,25 +128,27 @@ class Driver:
             raise ParseError(message)
         self.ws._log(f"[warning] {message}")
 
-    def _check_paths(self) -> None:
+    def _check_paths(self, caches: list[str] | None = None) -> None:
         """Every output can be written, and none is the data file or another output (a cache
-        counts as an output: it is written whenever it is not current)."""
+        counts as an output: it is written whenever it is not current).  ``caches``: the cache
+        files the run writes, when not the one cache (the shards' own under --executor)."""
         o = self.o
-        cache = o.cache_file if o.data in (None, "-") else self._cache_path()
+        if caches is None:
+            caches = [o.cache_file if o.data in (None, "-") else self._cache_path()]
         per_pass = [("--save_per_pass", f"{o.final_regressor}.{k + 1}")
                     for k in range(o.passes)] if o.save_per_pass and o.final_regressor else []
         check_paths([("-d", o.data or "-"), ("-i", o.initial_regressor)],
                     [("-f", o.final_regressor), ("-p", o.predictions),
                      ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
-                     ("--invert_hash", o.invert_hash), ("--cache_file", cache)] + per_pass,
+                     ("--invert_hash", o.invert_hash)]
+                    + [("--cache_file", cache) for cache in caches] + per_pass,
                     reusable=("--cache_file",),
                     may_replace=(("-f", "-i"), ("--save_per_pass", "-i")))
 
     def _cache_settings(self) -> dict:
         """What a cache must have been written under to stand for the data now: the source,
-        the hashing, and everything that decides which lines were skipped (whether labels
-        are numbers, --strict_parse), so that a cache never holds other examples than the text
-        would give."""
+        the hashing, and everything that decides which lines were skipped (the label options,
+        --strict_parse), so that a cache never holds other examples than the text would give."""
         ws = self.ws
         return {"format": cache_io.FORMAT, "examples": self.o.examples,
                 "hash_seed": self.o.hash_seed,

@@ -14,7 +14,6 @@ import os
 import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 

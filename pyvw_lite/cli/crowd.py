@@ -211,7 +211,6 @@ def _accuracy(data: CrowdData, labels: np.ndarray, truth: dict, truth_path: str
 
 
 def run(run: CrowdRun) -> int:
-    from ..crowd import baselines
     from ..crowd.batch import batch_em
     from ..crowd.model import CrowdModel
     from ..crowd.online import run_online

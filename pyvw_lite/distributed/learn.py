@@ -34,7 +34,7 @@ import numpy as np
 
 from ..driver import Driver, account_examples, table_labels
 from ..io import cache as cache_io
-from ..io.atomic import check_paths, temporary_beside
+from ..io.atomic import temporary_beside
 from ..io.progress import LiveBar, ProgressTable, totals, use_live_bar
 from ..io.source import LineChunks
 from ..io.vw_text import parse_lines, split_lines
@@ -527,11 +527,7 @@ class ShardedDriver(Driver):
             for path in shard_caches:  # a FIFO there would block a worker that heartbeats on
                 if os.path.lexists(path):
                     cache_io.refuse_foreign(path)
-            check_paths([("-d", o.data or "-"), ("-i", o.initial_regressor)],
-                        [("-f", o.final_regressor), ("-p", o.predictions),
-                         ("-r", o.raw_predictions), ("--readable_model", o.readable_model)]
-                        + [("--cache_file", path) for path in shard_caches],
-                        reusable=("--cache_file",))
+            self._check_paths(shard_caches)
             for index, shard in enumerate(shards):
                 shard["cache"] = shard_caches[index]
                 where = [shard["start"], shard["end"]] if "path" in shard else None

@@ -103,10 +103,11 @@ def check_paths(inputs, outputs, reusable: tuple[str, ...] = (),
 
     ``inputs``, ``outputs``: ``(flag, path)`` pairs (None paths are skipped).  An input or
     output named by a descriptor (``-``, ``/dev/stdin``, ``/dev/fd/N``, ``/proc/self/fd/N``)
-    stands for the regular file open there, if any; pipes, terminals and devices may repeat.  ``may_replace`` holds the
-    ``(output flag, input flag)`` pairs that may name one file: a model read with ``-i`` and
-    saved with ``-f`` is read whole before the run, and the atomic write replaces it only at
-    the end (VW's way of continuing a model).  Every other output over any input is refused."""
+    stands for the regular file open there, if any; pipes, terminals and devices may repeat.
+    ``may_replace`` holds the ``(output flag, input flag)`` pairs that may name one file: a
+    model read with ``-i`` and saved with ``-f`` is read whole before the run, and the atomic
+    write replaces it only at the end (VW's way of continuing a model).  Every other output
+    over any input is refused."""
     seen: dict = {}
     for role, pairs in (("input", inputs), ("output", outputs)):
         for flag, path in pairs:

@@ -153,7 +153,7 @@ def _split(path: str, data: bytes) -> tuple[dict[str, Any], bytes]:
     try:
         header = json.loads(data[start:start + size].decode("utf-8"),
                             parse_constant=_no_nan)
-    except _NonFinite as exc:
+    except _NonFinite:
         raise ModelError(f"{path}: malformed model (NaN in the header: no number a model holds "
                          "is NaN)") from None
     except (UnicodeDecodeError, ValueError, RecursionError):
