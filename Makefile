@@ -28,7 +28,7 @@ demo: $(VENV)/.demo-installed
 	@echo "== the seed experiment on the bundled act_MS answers: best constant, linear and dyadic"
 	@echo "   k = 1..3 scoring filter trees with hinge loss, 15/16 train, 1/16 test"
 	$(BIN)/pyvw-lite experiment configs/seed_table.toml --workdir $(OUT)/seed_table
-	@echo "== true labels from the same crowd answers by batch EM, scored against the truth"
+	@echo "== true labels from the same crowd answers (the --batch default: BCC here), scored against the truth"
 	$(BIN)/pyvw-lite crowd datasets/act_MS/answers.csv --batch --truth datasets/act_MS/truth.csv \
 		-p $(OUT)/act_MS_labels.csv --workers $(OUT)/act_MS_workers.csv
 	$(BIN)/pyvw-lite evaluate --labels $(OUT)/act_MS_labels.csv --truth datasets/act_MS/truth.csv \
