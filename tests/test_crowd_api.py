@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyvw_lite.api.crowd import BatchEM, MajorityVote, OneCoinDawidSkene, OnlineEM
+from pyvw_lite.api.crowd import BCC, BatchEM, MajorityVote, OneCoinDawidSkene, OnlineEM
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
 from pyvw_lite.crowd.online import run_online
 from pyvw_lite.io.crowd_input import from_arrays
@@ -42,14 +42,127 @@ def test_pandas_in_pandas_out(frame, aggregator):
     assert (probas.idxmax(axis=1) == labels).all()
 
 
-def test_arrays_in_arrays_out_and_numeric_labels_stay_numbers():
-    answers = {"task": [1, 1, 1, 2, 2, 2], "worker": ["u", "v", "w"] * 2,
-               "label": [3, 3, 7, 7, 7, 3]}
+def test_arrays_in_pandas_out_indexed_by_task_and_numeric_labels_stay_numbers():
+    """Issue 40: array input gave bare arrays without task ids; crowd-kit's results are pandas
+    objects indexed by task whatever the answers came as."""
+    answers = {"task": [2, 2, 2, 1, 1, 1], "worker": ["u", "v", "w"] * 2,
+               "label": [7, 7, 3, 3, 3, 7]}
     model = BatchEM().fit(answers)
-    assert model.labels_.tolist() == [3, 7]
-    assert isinstance(model.labels_, np.ndarray) and model.probas_.shape == (2, 2)
-    assert model.errors_.shape == (3, 2, 2)  # worker x truth x answer
-    np.testing.assert_allclose(model.errors_.sum(axis=2), 1.0)
+    assert isinstance(model.labels_, pd.Series) and model.labels_.to_dict() == {2: 7, 1: 3}
+    assert model.labels_.index.name == "task" and model.labels_.name == "agg_label"
+    assert list(model.probas_.columns) == [3, 7] and model.probas_.columns.name == "label"
+    assert list(model.probas_.index) == [2, 1]
+    rows = np.array(list(zip(answers["task"], answers["worker"], answers["label"])),
+                    dtype=object)
+    assert MajorityVote().fit_predict(rows).to_dict() == {2: 7, 1: 3}
+
+
+def test_without_pandas_results_are_arrays_aligned_with_tasks(monkeypatch):
+    """pandas is optional: without it the same attributes are numpy arrays in ``tasks_``
+    order, errors_[worker, observed, true]."""
+    import sys
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    answers = {"task": ["b", "b", "b", "a", "a", "a"], "worker": ["u", "v", "w"] * 2,
+               "label": ["y", "y", "x", "x", "x", "y"]}
+    model = BatchEM().fit(answers)
+    assert isinstance(model.labels_, np.ndarray) and model.tasks_.tolist() == ["b", "a"]
+    assert model.labels_.tolist() == ["y", "x"] and model.probas_.shape == (2, 2)
+    assert model.errors_.shape == (3, 2, 2)
+    np.testing.assert_allclose(model.errors_.sum(axis=1), 1.0)  # over observed labels
+    assert isinstance(MajorityVote().fit(answers).skills_, np.ndarray)
+
+
+def _confused_answers():
+    """Ten honest workers; "liar" answers "no" to every "yes" task and "yes" to every "no"
+    task; "yea" answers "yes" to every task: P(yea says "yes" | truth "no") is near 1 and
+    P(yea says "no" | truth "yes") near 0, which a transposed matrix would swap."""
+    tasks, workers, labels = [], [], []
+    for t in range(60):
+        truth = "yes" if t % 3 else "no"
+        for w in range(10):
+            tasks.append(t), workers.append(f"honest{w}"), labels.append(truth)
+        tasks.append(t), workers.append("liar"), labels.append("no" if truth == "yes" else "yes")
+        tasks.append(t), workers.append("yea"), labels.append("yes")
+    return pd.DataFrame({"task": tasks, "worker": workers, "label": labels})
+
+
+@pytest.mark.parametrize("name", ["DawidSkene", "BatchEM", "OnlineEM", "BCC", "EBCC",
+                                  "OneCoinDawidSkene", "Auto"])
+def test_errors_follow_crowd_kits_layout(name):
+    """Issue 40: errors_ had crowd-kit's index names with the opposite layout (rows: true
+    label, summing to 1).  crowd-kit: rows (worker, observed label), a column per true label,
+    each worker's column summing to 1, so errors_.loc[(w, observed), true] = P(observed | true).
+    """
+    from pyvw_lite.api import crowd
+    answers = _confused_answers()
+    errors = getattr(crowd, name)().fit(answers).errors_
+    assert errors.index.names == ["worker", "label"] and list(errors.columns) == ["no", "yes"]
+    np.testing.assert_allclose(errors.groupby(level="worker").sum().to_numpy(), 1.0)
+    assert errors.loc[("liar", "no"), "yes"] > 0.6  # says "no" when the truth is "yes"
+    assert errors.loc[("honest0", "yes"), "yes"] > 0.7
+    if name != "OneCoinDawidSkene":  # one accuracy per worker cannot describe "yea"
+        assert errors.loc[("yea", "yes"), "no"] > 0.5
+        assert errors.loc[("yea", "no"), "yes"] < 0.2
+
+
+def test_majority_vote_and_one_coin_have_crowd_kits_skills():
+    """Issue 40: no skills_.  crowd-kit's MajorityVote.skills_: the share of each worker's
+    answers that equal the aggregated label; OneCoinDawidSkene.skills_: each worker's
+    accuracy.  A Series named skill indexed by worker."""
+    answers = _confused_answers()
+    skills = MajorityVote().fit(answers).skills_
+    assert skills.index.name == "worker" and skills.name == "skill"
+    assert skills["liar"] == 0.0 and skills["honest3"] == 1.0
+    coin = OneCoinDawidSkene().fit(answers)
+    assert coin.skills_["liar"] < 0.05 and coin.skills_["honest3"] > 0.95
+    assert coin.priors_.index.name == "label" and coin.priors_.name == "prior"
+    assert coin.priors_["yes"] == pytest.approx(41 / 62)  # 40 "yes" tasks, one pseudo-task each
+
+
+@pytest.mark.parametrize("labels", [[1, "1", 0, 0], ["1", 1, 0, 0]])
+@pytest.mark.parametrize("form", ["frame", "dict"])
+def test_an_int_label_and_the_same_text_are_refused_not_merged(labels, form):
+    """Issue 40: 1 and "1" became one label in silence; crowd-kit (pandas) keeps them apart.
+    Labels are compared as text here, so the mixture is an error naming both."""
+    answers = {"task": ["a", "a", "b", "b"], "worker": ["u", "v", "u", "v"], "label": labels}
+    data = pd.DataFrame(answers) if form == "frame" else answers
+    for aggregator in (MajorityVote, BatchEM):
+        with pytest.raises(ValueError, match=r"labels 1 \(int\) and '1' \(str\)|labels '1' "
+                           r"\(str\) and 1 \(int\)"):
+            aggregator().fit(data)
+    # one type is fine, and numbers stay numbers
+    assert MajorityVote().fit_predict({**answers, "label": [1, 1, 0, 0]}).tolist() == [1, 0]
+
+
+def test_dawid_skene_is_batch_em_under_crowd_kits_name(frame):
+    from pyvw_lite.api.crowd import DawidSkene
+    answers, truth = frame
+    model = DawidSkene(n_iter=50, tol=1e-5)
+    assert repr(model) == "DawidSkene(n_iter=50, tol=1e-05)"
+    labels = model.fit_predict(answers)
+    assert (labels == BatchEM(n_iter=50, tol=1e-5).fit_predict(answers)).all()
+    assert (labels.reindex(truth.index) == truth).mean() > 0.83
+    assert len(model.loss_history_) >= 2 and model.priors_.sum() == pytest.approx(1.0)
+
+
+def test_auto_is_the_command_lines_default_method(tmp_path, capsys):
+    """Issue 40: the CLI's default (--method auto: BCC, or majority vote on sparse workers)
+    had no Python estimator.  Auto picks as the CLI does and gives the same labels."""
+    from pyvw_lite.api.crowd import Auto
+    from pyvw_lite.cli.main import main
+    for name, method in (("act_CF", "majority"), ("act_MS", "bcc")):
+        path = f"datasets/{name}/answers.csv"
+        out = tmp_path / f"{name}.csv"
+        assert main(["crowd", path, "--batch", "-p", str(out), "--quiet"]) == 0
+        capsys.readouterr()
+        answers = pd.read_csv(path, dtype=str)
+        model = Auto().fit(answers)
+        assert model.method_ == method, model.reason_
+        cli = pd.read_csv(out, dtype=str).set_index("task")["label"]
+        assert (model.labels_.reindex(cli.index) == cli).all()
+        assert isinstance(model.estimator_, {"majority": MajorityVote, "bcc": BCC}[method])
+        assert model.errors_.index.names == ["worker", "label"]
+    assert Auto(sparse_workers=0).fit(answers).method_ == "bcc"
 
 
 def test_errors_priors_and_history(frame):
@@ -164,7 +277,7 @@ SKLEARN_CHECKS = ("check_get_params_invariance", "check_set_params",
 
 @pytest.mark.parametrize("check", SKLEARN_CHECKS)
 @pytest.mark.parametrize("estimator", ["MajorityVote", "OneCoinDawidSkene", "BatchEM",
-                                       "OnlineEM", "BCC", "EBCC"])
+                                       "OnlineEM", "BCC", "EBCC", "DawidSkene", "Auto"])
 def test_crowd_estimators_pass_sklearn_parameter_checks(estimator, check):
     """Issue 29: BatchEM/OnlineEM took **settings (refused by scikit-learn) and BCC reported
     EBCC's parameters it does not accept."""
