@@ -1,8 +1,16 @@
 """scikit-learn estimators (optional extra ``pyvw-lite[sklearn]``).
 
-Their parameters come from the option table (same names, types and defaults as the command
+Their VW parameters come from the option table (same names, types and defaults as the command
 line), ``fit`` learns ``passes`` online passes over the data, ``partial_fit`` keeps learning,
 and ``X`` (dense or sparse) goes to the kernels without any text: column ``j`` is feature ``j``.
+
+Three habits of a scikit-learn estimator are on by default, chosen on data other than the
+data they are judged on (docs/python.md): ``scale_features`` standardises each column with the
+mean and standard deviation of the data ``fit`` sees (as a ``StandardScaler`` in a pipeline
+would; sparse ``X`` is scaled, not centred) and applies them in ``predict``; ``shuffle`` learns
+each pass in a new random order of the rows, seeded by ``random_seed`` (as ``SGDClassifier``
+does); ``passes`` is 10.  ``shuffle=False, scale_features=False, passes=1`` is VW's raw
+behaviour: the rows in the given order, the features as given, one pass.
 
     >>> import numpy as np
     >>> from pyvw_lite.api.sklearn import VWClassifier
@@ -46,10 +54,32 @@ def _signature(extra: dict[str, object], loss_default: str) -> inspect.Signature
     return inspect.Signature(parameters)
 
 
+def _feature_scaling(X, sample_weight, wanted: bool):
+    """``(mean, scale)`` per column of ``X`` (weighted by ``sample_weight``), or ``(None, None)``
+    when not ``wanted``.  A constant column keeps scale 1; a sparse ``X`` keeps mean 0."""
+    if not wanted or X.shape[0] == 0:
+        return None, None
+    weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+    weights = weights / weights.sum()
+    if hasattr(X, "tocsr"):
+        mean = np.zeros(X.shape[1])
+        spread = np.asarray(abs(X).max(axis=0).todense()).ravel()
+        safe = np.where(spread > 0, spread, 1.0)
+        square = np.asarray(X.multiply(1.0 / safe).power(2).T @ weights).ravel()
+    else:
+        mean = weights @ X
+        centred = X - mean
+        spread = np.abs(centred).max(axis=0)
+        safe = np.where(spread > 0, spread, 1.0)
+        square = weights @ (centred / safe) ** 2
+    scale = safe * np.sqrt(square)  # divided by the largest value first: no overflow
+    return mean, np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+
+
 class _VWEstimator(BaseEstimator):
     """Shared machinery; ``__init__`` only stores the parameters (scikit-learn's contract)."""
 
-    _extra: dict[str, object] = {"passes": 10}
+    _extra: dict[str, object] = {"passes": 10, "shuffle": True, "scale_features": True}
     _loss_default = "squared"
 
     def __init__(self, **params):
@@ -88,29 +118,61 @@ class _VWEstimator(BaseEstimator):
             options.update(dict.fromkeys(chosen, True))
         return options
 
-    def _learn(self, X, targets, sample_weight, first: bool):
+    @staticmethod
+    def _checked_weights(sample_weight, rows: int):
+        """``sample_weight`` as one finite, non-negative float per row (a scalar weights every
+        row), or None."""
+        if sample_weight is None:
+            return None
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.ndim == 0:
+            sample_weight = np.full(rows, float(sample_weight))
+        if sample_weight.shape != (rows,):
+            raise ValueError(f"sample_weight has shape {sample_weight.shape}; X has "
+                             f"{rows} rows, so it must have shape ({rows},)")
+        if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+            raise ValueError("sample_weight must be finite and non-negative")
+        if sample_weight.size and not np.any(sample_weight > 0):
+            raise ValueError("sample_weight is all zero: there is nothing to learn")
+        return sample_weight
+
+    def _start(self, X, sample_weight) -> None:
+        """A new learner, and the feature scaling ``scale_features`` asks for, taken from the
+        first ``X`` learned (weighted by ``sample_weight``): all of it in ``fit``, the first
+        batch in ``partial_fit`` (to stream raw features pass ``scale_features=False``)."""
         from ..workspace import Workspace
+        self.workspace_ = Workspace(**self._workspace_options())
+        self.feature_mean_, self.feature_scale_ = _feature_scaling(X, sample_weight,
+                                                                   self.scale_features)
+
+    def _scaled_features(self, X):
+        """``X`` as the learner sees it: ``(X - feature_mean_) / feature_scale_``."""
+        if self.feature_mean_ is None:
+            return X
+        if hasattr(X, "tocsr"):  # sparse: scaled only, so that zeros stay zeros
+            return X.multiply(1.0 / self.feature_scale_).tocsr()
+        return (X - self.feature_mean_) / self.feature_scale_
+
+    def _learn(self, X, targets, sample_weight, first: bool):
+        sample_weight = self._checked_weights(sample_weight, X.shape[0])
         if first:
-            self.workspace_ = Workspace(**self._workspace_options())
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.ndim == 0:
-                sample_weight = np.full(X.shape[0], float(sample_weight))
-            if sample_weight.shape != (X.shape[0],):
-                raise ValueError(f"sample_weight has shape {sample_weight.shape}; X has "
-                                 f"{X.shape[0]} rows, so it must have shape ({X.shape[0]},)")
-            if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-                raise ValueError("sample_weight must be finite and non-negative")
-            if sample_weight.size and not np.any(sample_weight > 0):
-                raise ValueError("sample_weight is all zero: there is nothing to learn")
-        return self.workspace_.learn(matrix_batch(X, targets, sample_weight))
+            self._start(X, sample_weight)
+        return self.workspace_.learn(matrix_batch(self._scaled_features(X), targets,
+                                                  sample_weight))
 
     def _learn_passes(self, X, targets, sample_weight):
-        """``fit``: ``passes`` passes over one data set (its later passes repeat examples)."""
+        """``fit``: ``passes`` passes over one data set (its later passes repeat examples), each
+        in a new random order of the rows with ``shuffle`` (seeded by ``random_seed``)."""
+        sample_weight = self._checked_weights(sample_weight, X.shape[0])
+        self._start(X, sample_weight)
+        X = self._scaled_features(X)
+        rng = np.random.default_rng(self.random_seed)
         for k in range(self._passes()):
             if k:
                 self.workspace_.repeat_pass()
-            self._learn(X, targets, sample_weight, first=k == 0)
+            order = rng.permutation(X.shape[0]) if self.shuffle else slice(None)
+            self.workspace_.learn(matrix_batch(
+                X[order], targets[order], None if sample_weight is None else sample_weight[order]))
 
     def _workspace_options(self) -> dict:
         return self._options()
@@ -125,7 +187,7 @@ class _VWEstimator(BaseEstimator):
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self, "workspace_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
-        return self.workspace_.predict(matrix_batch(X))
+        return self.workspace_.predict(matrix_batch(self._scaled_features(X)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -144,7 +206,7 @@ class VWRegressor(RegressorMixin, _VWEstimator):
     True
     """
 
-    _extra = {"passes": 10, "scale_target": True}
+    _extra = {"passes": 10, "shuffle": True, "scale_features": True, "scale_target": True}
 
     def _start_target(self, y, sample_weight) -> None:
         """With ``scale_target`` (the default) the learner sees ``(y − mean)/sd`` of the first
@@ -196,7 +258,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
     the class scores (``oaa``/``sft``).
     """
 
-    _extra = {"passes": 10, "reduction": "sft"}
+    _extra = {"passes": 10, "shuffle": True, "scale_features": True, "reduction": "sft"}
     _loss_default = "logistic"
 
     def _workspace_options(self) -> dict:
@@ -245,7 +307,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
 
     def _class_scores(self, X) -> np.ndarray:
         ws = self.workspace_
-        batch = matrix_batch(X)
+        batch = matrix_batch(self._scaled_features(X))
         batch.classes = np.full(batch.ex_int.shape[0], -1, dtype=np.int64)
         scores = np.empty((batch.ex_int.shape[0], len(self.classes_)))
         rows = np.arange(batch.ex_int.shape[0])
