@@ -78,6 +78,7 @@ def test_passes_below_one_is_an_error_not_an_unfitted_model(passes):
                                                                  X[:, 0])):
         with pytest.raises(ValueError, match="a whole number of at least 1"):
             model.fit(X, y)
+        assert not hasattr(model, "workspace_")  # refused before anything is learned
 
 
 def test_defaults_match_linear_regression_on_standardised_diabetes():

@@ -147,7 +147,7 @@ class _VWEstimator(BaseEstimator):
 
     def _scaled_features(self, X):
         """``X`` as the learner sees it: ``(X - feature_mean_) / feature_scale_``."""
-        if self.feature_mean_ is None:
+        if getattr(self, "feature_mean_", None) is None:  # also a model fitted before scaling
             return X
         if hasattr(X, "tocsr"):  # sparse: scaled only, so that zeros stay zeros
             return X.multiply(1.0 / self.feature_scale_).tocsr()
@@ -163,11 +163,12 @@ class _VWEstimator(BaseEstimator):
     def _learn_passes(self, X, targets, sample_weight):
         """``fit``: ``passes`` passes over one data set (its later passes repeat examples), each
         in a new random order of the rows with ``shuffle`` (seeded by ``random_seed``)."""
+        passes = self._passes()
         sample_weight = self._checked_weights(sample_weight, X.shape[0])
         self._start(X, sample_weight)
         X = self._scaled_features(X)
         rng = np.random.default_rng(self.random_seed)
-        for k in range(self._passes()):
+        for k in range(passes):
             if k:
                 self.workspace_.repeat_pass()
             order = rng.permutation(X.shape[0]) if self.shuffle else slice(None)
