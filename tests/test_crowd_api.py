@@ -298,3 +298,20 @@ def test_crowd_estimators_clone_and_pickle(frame):
         fitted = model.fit(answers)
         again = pickle.loads(pickle.dumps(fitted))
         assert (again.labels_ == fitted.labels_).all()
+
+
+def test_majority_vote_takes_crowd_kits_worker_skills():
+    """crowd-kit's MajorityVote.fit(data, skills) weighs each answer by its worker's skill;
+    here the second argument was true_labels, so skills failed as unknown gold labels.  The
+    figures are crowd-kit 1.4.2's on the same answers."""
+    answers = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b"],
+                            "worker": ["u", "v", "w"] * 2,
+                            "label": ["x", "y", "y", "y", "y", "x"]})
+    model = MajorityVote().fit(answers, pd.Series({"u": 0.9, "v": 0.3, "w": 0.3}))
+    assert model.labels_.to_dict() == {"a": "x", "b": "y"}
+    np.testing.assert_allclose(model.probas_.to_numpy(), [[0.6, 0.4], [0.2, 0.8]])
+    assert model.skills_.to_dict() == {"u": 1.0, "v": 0.5, "w": 0.0}
+    with pytest.raises(ValueError, match="no finite, non-negative weight for worker 'v'"):
+        MajorityVote().fit(answers, {"u": 0.9})
+    gold = MajorityVote().fit_predict(answers, true_labels={"a": "y"})
+    assert gold.to_dict() == {"a": "y", "b": "y"}

@@ -187,22 +187,50 @@ def _answered_item(data: CrowdData) -> np.ndarray:
 
 
 class MajorityVote(_Aggregator):
-    """The most frequent answer per task (ties: the lowest label).  ``skills_``, as
-    crowd-kit's: the share of each worker's answers that equal the task's ``labels_``."""
+    """The most frequent answer per task (ties: the lowest label), or with ``skills`` (worker ->
+    weight, crowd-kit's weighted vote) the label with the largest sum of its workers' skills.
+    ``skills_``, as crowd-kit's: the share of each worker's answers that equal the task's
+    ``labels_``."""
 
-    def fit(self, data, true_labels=None):
+    def fit(self, data, skills=None, true_labels=None):
         prepared = self._prepare(data, true_labels)
-        return self._fit_prepared(prepared)
+        return self._fit_prepared(prepared, skills)
 
-    def _fit_prepared(self, data: CrowdData):
+    def fit_predict(self, data, skills=None, true_labels=None):
+        return self.fit(data, skills, true_labels).labels_
+
+    def fit_predict_proba(self, data, skills=None, true_labels=None):
+        return self.fit(data, skills, true_labels).probas_
+
+    def _fit_prepared(self, data: CrowdData, skills=None):
         from ..crowd.baselines import majority_vote
-        q = majority_vote(data)
+        q = majority_vote(data) if skills is None else _weighted_vote(data, skills)
         self._publish(data, q)
         agrees = data.rating_label == q.argmax(axis=1)[_answered_item(data)]
         answers = np.bincount(data.rating_worker, minlength=len(data.worker_names))
         self._publish_skills(data, np.bincount(data.rating_worker, weights=agrees,
                                                minlength=answers.size) / np.maximum(answers, 1))
         return self
+
+
+def _weighted_vote(data: CrowdData, skills) -> np.ndarray:
+    """Each label's share of the skill behind it per task (gold tasks: one-hot)."""
+    if not hasattr(skills, "get"):
+        raise ValueError("skills must map worker -> weight (a pandas Series or a dict)")
+    weight = []
+    for worker in data.worker_names.tolist():
+        value = skills.get(worker)
+        if value is None or not np.isfinite(float(value)) or float(value) < 0:
+            raise ValueError(f"skills has no finite, non-negative weight for worker {worker!r}")
+        weight.append(float(value))
+    q = np.zeros((data.n_items, data.n_labels))
+    np.add.at(q, (_answered_item(data), data.rating_label),
+              np.asarray(weight)[data.rating_worker])
+    total = q.sum(axis=1, keepdims=True)
+    q = np.divide(q, total, out=np.full_like(q, 1.0 / data.n_labels), where=total > 0)
+    gold = data.gold >= 0
+    q[gold] = np.eye(data.n_labels)[data.gold[gold]]
+    return q
 
 
 class OneCoinDawidSkene(_Aggregator):
