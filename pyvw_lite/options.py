@@ -156,7 +156,8 @@ OPTIONS: tuple[Option, ...] = (
            metavar="V"),
     Option("max_prediction", FLOAT, None, "largest prediction to output", "Learning",
            metavar="V"),
-    Option("random_seed", INT, 0, "seed of --active's query draws", "Learning", metavar="N"),
+    Option("random_seed", INT, 0, "seed of --active's query draws (and of the scikit-learn "
+           "estimators' shuffle)", "Learning", metavar="N"),
     Option("binary", FLAG, False, "report the sign of the score and 0/1 loss", "Learning",
            keep=True),
     Option("link", STR, "identity", "link applied to reported predictions", "Learning",
