@@ -1,0 +1,412 @@
+"""Every figure README.md and docs/*.md print, re-run by the command that produces it.
+
+    python tools/figures.py                 # make figures: every group, then the pages
+    python tools/figures.py --fast          # the fast groups only (what CI re-runs)
+    python tools/figures.py --only seed_table bench
+    python tools/figures.py --render        # the pages from docs/figures.json, nothing re-run
+    python tools/figures.py --check         # exit 1 if a page differs from docs/figures.json
+    python tools/figures.py --list          # the groups, fast or slow, and their commands
+
+A run writes ``docs/figures.json``: figure id -> value, the command that produced it, the date,
+its group, whether the group is slow, and for a timing the machine.  A page marks each figure
+where it prints it, in one of three ways, all invisible on GitHub and in the docs site:
+
+* a number followed by its marker: ``0.4691<!--fig:seed_table.linear.loss-->``; it is checked
+  (and rendered) at the precision and in the style it is printed: decimals, a sign, thousands
+  commas, an exponent, a trailing ``×`` or ``%``; or by Python's ``format`` with the spec after
+  a colon, ``0.11<!--fig:seed_smem_web.k1.p:.2g-->`` (for a p-value, as the experiment prints);
+* text between a marker and ``<!--/fig-->``: ``<!--fig:bench.measured-->2026-11-27 ...<!--/fig-->``;
+* a marker alone on a line: the fenced block or the table that starts on the next line is the
+  figure (a command's printed output).
+
+Rendering rewrites the marked figures from the JSON and leaves every other character alone; the
+check (tests/test_docs_figures.py) is that rendering changes nothing.  Timings are recorded with
+the machine and the date, and each page that prints one prints its group's ``measured`` figure.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ROOT / "docs" / "figures.json"
+SHARED = ROOT.parent / "shared"
+CROWD = SHARED / "datasets" / "crowd"
+
+# ---------------------------------------------------------------------------------------------
+# markers
+
+
+ID = r"[A-Za-z0-9_.\-]+"
+NUMBER = r"[+\-−]?\d[\d,]*(?:\.\d+)?(?:e[+\-−]?\d+)?[×%]?"
+SPEC = r"(?::([.,+\w]+))?"  # a format spec for Python's format(), e.g. .2g
+INLINE = re.compile(rf"({NUMBER})<!--fig:({ID}){SPEC}-->")
+PAIR = re.compile(rf"<!--fig:({ID})-->(.*?)<!--/fig-->", re.S)
+BLOCK = re.compile(rf"<!--fig:({ID})-->")  # alone on its line
+ANY = re.compile(rf"<!--fig:({ID}){SPEC}-->")
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+
+
+def fmt(value: float, like: str) -> str:
+    """``value`` printed the way ``like`` is: its decimals, sign, commas, exponent and unit."""
+    match = re.fullmatch(r"([+\-−]?)(\d[\d,]*)(?:\.(\d+))?(?:e([+\-−]?)(\d+))?([×%]?)", like)
+    if match is None:
+        raise ValueError(f"not a number: {like!r}")
+    sign, whole, frac, exp_sign, exp, unit = match.groups()
+    decimals = len(frac or "")
+    minus = "−" if "−" in like else "-"
+    if exp is not None:
+        mantissa, power = f"{abs(value):.{decimals}e}".split("e")
+        power = int(power)
+        body = f"{mantissa}e{(minus if '−' in (exp_sign or '') else '-') if power < 0 else ''}" \
+               f"{abs(power)}"
+        zero = float(mantissa) == 0
+    else:
+        body = f"{abs(value):,.{decimals}f}" if "," in whole else f"{abs(value):.{decimals}f}"
+        zero = float(body.replace(",", "")) == 0
+    if zero:
+        lead = sign
+    elif value < 0:
+        lead = minus
+    else:
+        lead = "+" if sign else ""
+    return lead + body + unit
+
+
+def render_blocks(text: str, lookup: Callable) -> tuple[str, int]:
+    """Blocks: a marker alone on a line, then a fenced block (its body is the figure) or a table
+    (its lines are)."""
+    lines = text.split("\n")
+    out, at, count = [], 0, 0
+    while at < len(lines):
+        line = lines[at]
+        out.append(line)
+        at += 1
+        match = BLOCK.fullmatch(line.strip())
+        if match is None or at >= len(lines):
+            continue
+        if lines[at].startswith("```"):
+            end = next((i for i in range(at + 1, len(lines)) if lines[i].startswith("```")), None)
+            if end is None:
+                continue
+            head, tail = [lines[at]], [lines[end]]
+            body, after = lines[at + 1:end], end + 1
+        elif lines[at].startswith("|"):
+            end = at
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            head, tail, body, after = [], [], lines[at:end], end
+        else:
+            continue
+        count += 1
+        value = lookup(match.group(1))
+        if value is not None:
+            body = str(value).rstrip("\n").split("\n")
+        out.extend(head + body + tail)
+        at = after
+    return "\n".join(out), count
+
+
+def render(text: str, figures: dict, used: set | None = None) -> tuple[str, list[str]]:
+    """``text`` with every marked figure rewritten from ``figures``; and the problems found
+    (a marker whose id is not in ``figures``, a number marker on a text value)."""
+    problems: list[str] = []
+
+    def lookup(name: str):
+        if used is not None:
+            used.add(name)
+        if name not in figures:
+            problems.append(f"no figure {name!r} in docs/figures.json")
+            return None
+        return figures[name]["value"]
+
+    def pair(match: re.Match) -> str:
+        value = lookup(match.group(1))
+        return match.group(0) if value is None else f"<!--fig:{match.group(1)}-->{value}<!--/fig-->"
+
+    def inline(match: re.Match) -> str:
+        value = lookup(match.group(2))
+        if value is None:
+            return match.group(0)
+        if not isinstance(value, (int, float)):
+            problems.append(f"{match.group(2)!r} is text; mark it <!--fig:id-->...<!--/fig-->")
+            return match.group(0)
+        spec = match.group(3)
+        if spec:
+            return format(value, spec) + f"<!--fig:{match.group(2)}:{spec}-->"
+        return fmt(value, match.group(1)) + f"<!--fig:{match.group(2)}-->"
+
+    text, blocks = render_blocks(text, lookup)
+    text = PAIR.sub(pair, text)
+    text = INLINE.sub(inline, text)
+    marked = len(ANY.findall(text))
+    found = blocks + len(PAIR.findall(text)) + len(INLINE.findall(text))
+    if marked != found:
+        problems.append(f"{marked - found} marker(s) with nothing the check can read before, "
+                        "between or after them")
+    return text, problems
+
+
+def differences(old: str, new: str) -> list[str]:
+    """The lines that rendering changed, as ``line N: printed -> figures.json``."""
+    found = []
+    for number, (a, b) in enumerate(zip(old.splitlines(), new.splitlines()), 1):
+        if a != b:
+            found.append(f"line {number}:\n  page:   {a.strip()}\n  figures: {b.strip()}")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# running
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()}-core {model}, {platform.system()}, Python {platform.python_version()}"
+
+
+def environment() -> dict:
+    """This tree's package first, whatever is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "")
+                                                        .split(os.pathsep) if p])
+    return env
+
+
+def run(args: list[str], cwd: Path = ROOT, timeout: float = 3600) -> str:
+    done = subprocess.run(args, cwd=cwd, env=environment(), capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, args))} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def pyvw(*args) -> list[str]:
+    return [sys.executable, "-m", "pyvw_lite", *map(str, args)]
+
+
+class Group:
+    def __init__(self, name: str, function: Callable, slow: bool, command: str,
+                 needs_shared: bool, timings: bool):
+        self.name, self.function, self.slow, self.command = name, function, slow, command
+        self.needs_shared, self.timings = needs_shared, timings
+
+
+GROUPS: dict[str, Group] = {}
+
+
+def group(name: str, command: str, slow: bool = False, needs_shared: bool = False,
+          timings: bool = False):
+    def register(function):
+        GROUPS[name] = Group(name, function, slow, command, needs_shared, timings)
+        return function
+    return register
+
+
+def available(group_: Group) -> bool:
+    return not group_.needs_shared or CROWD.is_dir()
+
+
+def run_group(group_: Group, work: Path, records: bool = False) -> dict:
+    """The group's figures as docs/figures.json entries."""
+    started = time.perf_counter()
+    values, timing = group_.function(work, records)
+    today = datetime.date.today().isoformat()
+    entries = {}
+    for name, value in values.items():
+        entry = {"value": value, "command": group_.command, "date": today,
+                 "group": group_.name, "slow": group_.slow}
+        if name in timing:
+            entry["timing"] = True
+            entry["machine"] = machine()
+        entries[f"{group_.name}.{name}"] = entry
+    if group_.timings:
+        entries[f"{group_.name}.measured"] = {
+            "value": f"{today} on a {machine()}", "command": group_.command, "date": today,
+            "group": group_.name, "slow": group_.slow, "timing": True, "machine": machine()}
+    print(f"{group_.name}: {len(entries)} figures in {time.perf_counter() - started:.0f} s",
+          file=sys.stderr)
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------
+# the groups
+
+SLUGS = {"best constant": "constant", "linear": "linear", "dyadic k=1": "k1", "dyadic k=2": "k2",
+         "dyadic k=3": "k3", "dyadic k=8": "k8", "VW oaa lrq k=2": "vw", "VW lrq um8": "vw"}
+
+
+def experiment(config: str, work: Path, records: bool, extra: list[str] = ()) -> tuple:
+    """``pyvw-lite experiment CONFIG``: its printed table (a block with timings), and per
+    model the test loss, interval, paired difference from the baseline, its interval, p-value
+    and errors against the baseline (worse minus better)."""
+    name = Path(config).stem
+    out = run(pyvw("experiment", config, "--workdir", work / name, *extra))
+    table = "\n".join(line for line in out.splitlines()
+                      if line.strip() and not line.startswith(("record:", "plot:", "pyvw-lite:")))
+    record = json.loads((work / name / "results.json").read_text())
+    values = {"output": table}
+    for result in record["results"]:
+        slug = SLUGS[result["name"]]
+        values.update({f"{slug}.loss": result["loss"], f"{slug}.low": result["low"],
+                       f"{slug}.high": result["high"]})
+        versus = result.get("versus")
+        if versus and result["name"] != record["baseline"]:
+            values.update({f"{slug}.diff": versus["difference"], f"{slug}.diff_low": versus["low"],
+                           f"{slug}.diff_high": versus["high"], f"{slug}.p": versus["p_value"]})
+            if "worse" in versus:
+                values[f"{slug}.more_errors"] = versus["worse"] - versus["better"]
+    values["test_lines"] = record["split"]["test_lines"]
+    if records:
+        folder = ROOT / "docs" / "seed_experiment"
+        if (folder / f"{name}.json").exists():
+            shutil.copy(work / name / "results.json", folder / f"{name}.json")
+            if (work / name / "results.png").exists():
+                shutil.copy(work / name / "results.png", folder / f"{name}.png")
+    return values, {"output"}
+
+
+@group("seed_table", "pyvw-lite experiment configs/seed_table.toml", timings=True)
+def seed_table(work: Path, records: bool):
+    return experiment("configs/seed_table.toml", work, records)
+
+
+@group("seed_smem_web", "pyvw-lite experiment configs/seed_smem_web.toml", needs_shared=True)
+def seed_smem_web(work: Path, records: bool):
+    values, timing = experiment("configs/seed_smem_web.toml", work, records)
+    # the manual commands of docs/workflow.md on the same answers, against the config's figure
+    answers = CROWD / "smem_web" / "answers.csv"
+    folder = work / "smem_web_manual"
+    folder.mkdir()
+    for args in (["convert", answers, "-o", "all.vw", "--map", "labels.json", "--shuffle", "0"],
+                 ["split", "all.vw", "--train", "train.vw", "--test", "test.vw"],
+                 ["-d", "train.vw", "--sft", "5", "--loss_function", "hinge", "--passes", "5",
+                  "-c", "-f", "m.pvw", "--quiet"],
+                 ["-d", "test.vw", "-t", "-i", "m.pvw", "-p", "p.txt", "--quiet"]):
+        run(pyvw(*args), cwd=folder)
+    out = run(pyvw("evaluate", "-p", "p.txt", "-d", "test.vw"), cwd=folder)
+    values["manual.loss"] = float(re.search(r"0/1 loss\D*?([0-9.]+)", out).group(1))
+    return values, timing
+
+
+@group("seed_s4_relevance", "pyvw-lite experiment configs/seed_s4_relevance.toml",
+       needs_shared=True)
+def seed_s4_relevance(work: Path, records: bool):
+    return experiment("configs/seed_s4_relevance.toml", work, records)
+
+
+@group("bluebirds_vw", "pyvw-lite and VW 9.11.9 (vowpalwabbit), each: -d datasets/bluebirds/"
+       "bluebirds.vw --loss_function logistic -b 20 --passes P -c -k --holdout_off -p p.txt; "
+       "|pyvw-lite - VW| over every prediction of every pass")
+def bluebirds_vw(work: Path, records: bool):
+    """Logistic predictions against VW's: one pass and ten cached passes on bluebirds."""
+    data = ROOT / "datasets" / "bluebirds" / "bluebirds.vw"
+    peer = ("import sys\nfrom vowpalwabbit import Workspace\n"
+            "Workspace(arg_list=sys.argv[1:]).finish()\n")
+    values = {}
+    for passes in (1, 10):
+        common = ["-d", str(data), "--loss_function", "logistic", "-b", "20", "--passes",
+                  str(passes), "-c", "-k", "--holdout_off", "--quiet"]
+        run(pyvw(*common, "--cache_file", work / f"ours{passes}.cache", "-p",
+                 work / f"ours{passes}.txt"))
+        run([sys.executable, "-c", peer, *common, "--cache_file", str(work / f"vw{passes}.cache"),
+             "-p", str(work / f"vw{passes}.txt")])
+        ours = [float(line.split()[0]) for line in open(work / f"ours{passes}.txt")]
+        theirs = [float(line.split()[0]) for line in open(work / f"vw{passes}.txt")]
+        if len(ours) != len(theirs):
+            raise RuntimeError(f"{len(ours)} predictions against VW's {len(theirs)}")
+        gaps = [abs(a - b) for a, b in zip(ours, theirs)]
+        values[f"passes{passes}.max_diff"] = max(gaps)
+        values[f"passes{passes}.above_1e-5"] = sum(gap > 1e-5 + 1e-12 for gap in gaps)
+        values[f"passes{passes}.predictions"] = len(gaps)
+    return values, set()
+
+
+@group("sklearn", "python tools/figures.py --only sklearn (3-fold cross_val_score of "
+       "make_pipeline(StandardScaler(), estimator) on sklearn's iris and diabetes)")
+def sklearn_defaults(work: Path, records: bool):
+    code = (
+        "import json\n"
+        "from sklearn.datasets import load_diabetes, load_iris\n"
+        "from sklearn.linear_model import LinearRegression\n"
+        "from sklearn.model_selection import cross_val_score\n"
+        "from sklearn.pipeline import make_pipeline\n"
+        "from sklearn.preprocessing import StandardScaler\n"
+        "from pyvw_lite.api.sklearn import VWClassifier, VWRegressor\n"
+        "def cv(model, X, y):\n"
+        "    return cross_val_score(make_pipeline(StandardScaler(), model), X, y, cv=3).mean()\n"
+        "X, y = load_diabetes(return_X_y=True)\n"
+        "out = {'diabetes.r2': cv(VWRegressor(), X, y),\n"
+        "       'diabetes.linear_regression_r2': cv(LinearRegression(), X, y)}\n"
+        "X, y = load_iris(return_X_y=True)\n"
+        "out['iris.accuracy'] = cv(VWClassifier(), X, y)\n"
+        "print(json.dumps({k: float(v) for k, v in out.items()}))\n")
+    return json.loads(run([sys.executable, "-c", code]).strip().splitlines()[-1]), set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="only the fast groups")
+    parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), metavar="GROUP")
+    parser.add_argument("--render", action="store_true", help="only render the pages")
+    parser.add_argument("--check", action="store_true", help="only check the pages")
+    parser.add_argument("--list", action="store_true", help="list the groups")
+    options = parser.parse_args(argv)
+    figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    if options.list:
+        for g in GROUPS.values():
+            print(f"{g.name:<20} {'slow' if g.slow else 'fast'}  {g.command}")
+        return 0
+    if not (options.render or options.check):
+        chosen = [GROUPS[name] for name in options.only] if options.only else [
+            g for g in GROUPS.values() if not (options.fast and g.slow)]
+        for g in chosen:
+            if not available(g):
+                print(f"{g.name}: skipped, {CROWD} is missing", file=sys.stderr)
+                continue
+            with tempfile.TemporaryDirectory() as work:
+                fresh = run_group(g, Path(work), records=True)
+            figures = {k: v for k, v in figures.items() if v["group"] != g.name} | fresh
+            FIGURES.write_text(json.dumps(dict(sorted(figures.items())), indent=1,
+                                          ensure_ascii=False) + "\n")
+    failed = False
+    for page in pages():
+        text = page.read_text()
+        new, problems = render(text, figures)
+        for problem in problems:
+            print(f"{page.relative_to(ROOT)}: {problem}", file=sys.stderr)
+            failed = True
+        if new != text:
+            if options.check:
+                print(f"{page.relative_to(ROOT)} differs from docs/figures.json:", file=sys.stderr)
+                print("\n".join(differences(text, new)), file=sys.stderr)
+                failed = True
+            else:
+                page.write_text(new)
+                print(f"rendered {page.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
