@@ -52,7 +52,7 @@ ID = r"[A-Za-z0-9_.\-]+"
 NUMBER = r"[+\-−]?\d[\d,]*(?:\.\d+)?(?:e[+\-−]?\d+)?[×%]?"
 SPEC = r"(?::([.,+\w]+))?"  # a format spec for Python's format(), e.g. .2g
 INLINE = re.compile(rf"({NUMBER})<!--fig:({ID}){SPEC}-->")
-PAIR = re.compile(rf"<!--fig:({ID})-->(.*?)<!--/fig-->", re.S)
+PAIR = re.compile(rf"<!--fig:({ID})-->((?:(?!<!--).)*?)<!--/fig-->", re.S)
 BLOCK = re.compile(rf"<!--fig:({ID})-->")  # alone on its line
 ANY = re.compile(rf"<!--fig:({ID}){SPEC}-->")
 
