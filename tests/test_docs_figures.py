@@ -47,7 +47,7 @@ def test_the_check_reads_the_printed_precision_and_style():
     fmt = figures_tool.fmt
     assert fmt(0.469072, "0.4845") == "0.4691"
     assert fmt(0.3608, "+0.3454") == "+0.3608" and fmt(-0.0063, "+0.0042") == "-0.0063"
-    assert fmt(-0.054, "−0.040") == "−0.054" and fmt(0.0, "+0.0000") == "+0.0000"
+    assert fmt(-0.054, "−0.040") == "−0.054" and fmt(-1e-9, "-0.0012") == "+0.0000"
     assert fmt(9.1e-13, "1.4e-11") == "9.1e-13" and fmt(1.0e-4, "3.1e-5") == "1.0e-4"
     assert fmt(25220, "42,120") == "25,220" and fmt(1.357, "1.24×") == "1.36×"
     figures = {"a": {"value": 0.46907}, "b": {"value": "2026-11-27 on a machine"},
