@@ -194,12 +194,13 @@ def environment() -> dict:
     return env
 
 
-def run(args: list[str], cwd: Path = ROOT, timeout: float = 3600) -> str:
+def run(args: list[str], cwd: Path = ROOT, timeout: float = 3600, stderr: bool = False) -> str:
+    """A command's standard output (and its standard error after it with ``stderr``)."""
     done = subprocess.run(args, cwd=cwd, env=environment(), capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, args))} failed:\n{done.stderr[-3000:]}")
-    return done.stdout
+    return done.stdout + done.stderr if stderr else done.stdout
 
 
 def pyvw(*args) -> list[str]:
@@ -373,6 +374,31 @@ def sklearn_defaults(work: Path, records: bool):
     return json.loads(run([sys.executable, "-c", code]).strip().splitlines()[-1]), set()
 
 
+@group("multiclass_vw", "pyvw-lite and VW 9.11.9, each: -d rt5_20k.vw (tests/golden/multiclass, "
+       "gunzipped) --oaa 5 | --ect 5 -b 24 -p p.txt [--vw_layout]; the share of equal predictions")
+def multiclass_vw(work: Path, records: bool):
+    import gzip
+    data = work / "rt5.vw"
+    data.write_bytes(gzip.decompress(
+        (ROOT / "tests" / "golden" / "multiclass" / "rt5_20k.vw.gz").read_bytes()))
+    peer = ("import sys\nfrom vowpalwabbit import Workspace\n"
+            "Workspace(arg_list=sys.argv[1:]).finish()\n")
+    values = {}
+    for reduction in ("oaa", "ect"):
+        common = ["-d", str(data), f"--{reduction}", "5", "-b", "24", "--quiet", "-p"]
+        run([sys.executable, "-c", peer, *common, str(work / "vw.txt")])
+        theirs = (work / "vw.txt").read_text().split()
+        for name, extra in (("default", []), ("vw_layout", ["--vw_layout"])):
+            run(pyvw(*common, work / "ours.txt", *extra))
+            ours = (work / "ours.txt").read_text().split()
+            if len(ours) != len(theirs):
+                raise RuntimeError(f"{len(ours)} predictions against VW's {len(theirs)}")
+            values[f"{reduction}.{name}.equal_percent"] = 100 * sum(
+                a == b for a, b in zip(ours, theirs)) / len(ours)
+        values["lines"] = len(theirs)
+    return values, set()
+
+
 @group("defaults", "python -c 'from pyvw_lite.crowd.defaults import AUTO_DEFAULTS, "
        "EBCC_DEFAULTS; print(AUTO_DEFAULTS, EBCC_DEFAULTS)'")
 def defaults(work: Path, records: bool):
@@ -459,6 +485,68 @@ def crowd_lodo(work: Path, records: bool):
     values["smem_web.ebcc_below_majority"] = web["majority"] - web["ebcc"]
     values["smem_web.bcc_below_majority"] = web["majority"] - web["bcc"]
     values["sets"] = len(rows)
+    return values, set()
+
+
+@group("crowd_worlds", "python tests/accuracy/crowd_worlds.py", slow=True, needs_shared=True)
+def crowd_worlds(work: Path, records: bool):
+    record = (ROOT / "tests" / "accuracy" / "crowd_worlds.json") if records else work / "w.json"
+    out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_worlds.py"), "--json",
+               str(record)])
+    tables = [part.strip() for part in out.split("\n\n") if part.lstrip().startswith("|")]
+    rows = json.loads(record.read_text())["worlds"]
+
+    def mean(values) -> float:
+        values = list(values)
+        return sum(values) / len(values)
+
+    def kind(name: str) -> list[dict]:
+        return [r for r in rows if r["kind"] == name]
+
+    sent = [r for r in rows if r["default"] == "majority"]
+    kept = [r for r in rows if r["default"] != "majority"]
+    gaps = [r["accuracy"]["default"] - r["accuracy"]["majority"] for r in rows]
+    below = [(g, r) for g, r in zip(gaps, rows) if g < -0.01]
+    values = {"own_table": tables[0], "gen_table": tables[1], "worlds": len(rows),
+              "sent": len(sent), "sent.density_min": min(r["density"] for r in sent),
+              "sent.density_max": max(r["density"] for r in sent), "kept": len(kept),
+              "kept.density_min": min(r["density"] for r in kept),
+              "below": len(below), "below.correlated": sum(r["kind"] == "correlated"
+                                                             for _, r in below),
+              "below.worst": min(g for g, _ in below), "below.least": max(g for g, _ in below),
+              "correlated.ebcc": mean(r["accuracy"]["ebcc"] for r in kind("correlated")),
+              "hard.one_coin": mean(r["accuracy"]["one_coin"] for r in kind("gen: hard items")),
+              "hard.default": mean(r["accuracy"]["default"] for r in kind("gen: hard items"))}
+    for name, key in (("gen: one answer each", "one"), ("gen: sparse workers", "sparse"),
+                      ("gen: a few answers each", "few")):
+        values[f"bcc_gain.{key}"] = mean(r["accuracy"]["bcc"] - r["accuracy"]["majority"]
+                                         for r in kind(name))
+        values[f"density.{key}.min"] = min(r["density"] for r in kind(name))
+        values[f"density.{key}.max"] = max(r["density"] for r in kind(name))
+    return values, set()
+
+
+@group("crowd_duplicates", "pyvw-lite crowd ../shared/datasets/crowd/s4_Relevance/answers.csv "
+       "--batch --duplicates P [--method ebcc] --truth .../truth.csv -p labels.csv", slow=True,
+       needs_shared=True)
+def crowd_duplicates(work: Path, records: bool):
+    folder = CROWD / "s4_Relevance"
+    values = {}
+    for policy in ("keep", "first", "last", "vote"):
+        for name, extra in (("default", []), ("ebcc", ["--method", "ebcc"])):
+            out = run(pyvw("crowd", folder / "answers.csv", "--batch", "--duplicates", policy,
+                           *extra, "--truth", folder / "truth.csv", "-p", work / "labels.csv"), stderr=True)
+            values[f"{policy}.{name}"] = float(
+                re.search(r"^accuracy on \d+ truth items = ([0-9.]+)", out, re.M).group(1))
+    import csv
+    repeating = 0
+    for answers in sorted(CROWD.glob("*/answers.csv")):
+        with open(answers, newline="") as handle:
+            pairs = [(row["task"], row["worker"]) for row in csv.DictReader(handle)]
+        repeats = len(pairs) - len(set(pairs))
+        repeating += repeats > 0
+        values[f"repeats.{answers.parent.name}"] = repeats
+    values["repeating_sets"] = repeating
     return values, set()
 
 
