@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT := demo-out
 
-.PHONY: install test demo bench clean clean-cache
+.PHONY: install test demo bench figures clean clean-cache
 
 # The demo needs only the package and matplotlib; the tests add their own extras on top.
 $(VENV)/.demo-installed: pyproject.toml
@@ -39,6 +39,11 @@ demo: $(VENV)/.demo-installed
 	$(BIN)/pyvw-lite -d datasets/bluebirds/bluebirds.vw -t -i $(OUT)/bluebirds.pvw \
 		-p $(OUT)/predictions.txt
 	@echo "== results in $(OUT)/"
+
+# Every figure README.md and docs/*.md print, re-run into docs/figures.json and rendered into the
+# pages (tools/figures.py; FIGURES="--fast" for the groups CI re-runs, "--only GROUP ..." for some).
+figures: install
+	$(BIN)/python tools/figures.py $(FIGURES)
 
 bench: install
 	$(BIN)/python -m pip install --quiet vowpalwabbit

@@ -318,6 +318,17 @@ def test_evaluate_scores_regression_labels_by_their_errors(tmp_path):
     assert "MAE = 0.300000" in result.text()
 
 
+def test_evaluate_says_a_threshold_is_ignored_for_regression_labels(tmp_path):
+    """--threshold turns scores into classes; numeric labels have none, so it is ignored, and
+    evaluate says so instead of scoring as if it had been used (issue 40)."""
+    data, scored = tmp_path / "d.vw", tmp_path / "p.txt"
+    data.write_text("0.2 |a x\n3.5 |a y\n")
+    scored.write_text("0.4\n3.1\n")
+    text = evaluate_predictions(str(scored), str(data), threshold=0.5).text()
+    assert "MAE = 0.300000" in text and "--threshold 0.5 ignored" in text
+    assert "ignored" not in evaluate_predictions(str(scored), str(data)).text()
+
+
 def test_convert_back_reads_score_predictions(tmp_path, capsys):
     """--back maps a --scores line to its argmax class and keeps the tag after the scores."""
     answers, lines, labels_map = tmp_path / "a.csv", tmp_path / "a.vw", tmp_path / "m.json"

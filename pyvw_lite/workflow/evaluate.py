@@ -333,7 +333,9 @@ def evaluate_predictions(predictions: str, data: str,
         errors = numeric.predictions - numeric.labels
         if not np.isfinite(errors ** 2).all():
             raise ValueError(f"{predictions}: errors whose squares are not finite") from None
-        return RegressionEvaluation(errors=errors)
+        ignored = [] if threshold is None else [
+            f"--threshold {threshold:g} ignored: the labels are numbers, scored by their errors"]
+        return RegressionEvaluation(errors=errors, notes=ignored)
     result = confusion_of(truth, guesses)
     weights = np.array(weights)
     if (weights != 1.0).any() and weights.sum() > 0:  # VW's average loss weighs by importance
