@@ -199,6 +199,13 @@ OPTIONS: tuple[Option, ...] = (
            "uses per latent row in the first pass; a given value is used as is; 0 with "
            "--lrqdropout and in the shifted form)", "Dyadic",
            keep=True, metavar="L2"),
+    Option("dyad_bias_l2", FLOAT, None, "ridge penalty on the linear weights of the --dyad "
+           "namespaces' features (user and item biases), ALS's lambda per row: each update of a "
+           "feature used n times shrinks its weight by 1/(1 + 2·rate·importance·L/n), n counted "
+           "in the first pass (default 3; 0 turns it off)", "Dyadic", keep=True, metavar="L"),
+    Option("dyad_row_l2", FLOAT, None, "ridge penalty on latent vectors per row, ALS's lambda: "
+           "each update of a vector used n times adds 2·L/n to --dyad_l2's shrink (default 0)",
+           "Dyadic", keep=True, metavar="L"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",
