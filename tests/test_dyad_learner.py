@@ -95,7 +95,7 @@ def test_default_form_and_rates_are_the_limit_of_small_steps(loss, label, h, l2)
     20,000 tiny gradient steps on the actual weights, the quantile loss included (it stops on
     the label); --dyad_l2 then shrinks the example's latent vectors by 1/(1 + η·h·λ)."""
     ws = Workspace(f"--dyad rt --rank 2 --loss_function {loss} -b 20 -l 0.5 "
-                   f"--dyad_l2 {l2} --dyad_bias_l2 0 --quiet")  # its shrink: a test below
+                   f"--dyad_l2 {l2} --dyad_bias_l2 0 --dyad_row_l2 0 --quiet")  # tests below
     assert ws.params[P_LATENT_RATE] == 0.03
     for line in ["1 |rater r_1 |task t_5", "-1 |rater r_2 |task t_5",
                  "1 |rater r_1 |task t_7"] * 3:
@@ -543,16 +543,20 @@ def test_number_named_users_and_items_learn_as_well_as_named_ones():
     assert mse[""] <= mse["x"] + 0.02, mse
 
 
-@pytest.mark.parametrize("loss,expected", [("squared", 0.15), ("logistic", 0.15),
+@pytest.mark.parametrize("loss,expected", [("squared", 0.0), ("logistic", 0.15),
                                            ("quantile", 0.05)])
 def test_the_latent_penalty_default_follows_the_loss_gradients_scale(loss, expected):
     """--dyad_l2 defaults to 0.05 under the quantile loss, whose gradient (tau or 1 - tau) is
     about a third of squared loss's 2(p - y) on ratings (0.15 held the latent vectors near
     zero: VW's movielens demo line scored test MAE 0.774, as the linear model's 0.771; 0.727
-    with 0.05); a given value wins, and the shifted form keeps none."""
-    from pyvw_lite.learners.gd import P_DYAD_L2
+    with 0.05); a given value wins, and the shifted form keeps none.  Under squared loss the
+    per-row penalty --dyad_row_l2 replaces it by default; without that the default is 0.15."""
+    from pyvw_lite.learners.gd import P_DYAD_L2, P_DYAD_ROW_L2
     ws = Workspace(f"--dyad um --rank 2 --loss_function {loss} --quiet")
     assert ws.params[P_DYAD_L2] == expected
+    assert ws.params[P_DYAD_ROW_L2] == (8.0 if loss == "squared" else 0.0)
+    assert Workspace(f"--dyad um --loss_function {loss} --dyad_row_l2 0 --quiet"
+                     ).params[P_DYAD_L2] == (0.05 if loss == "quantile" else 0.15)
     assert Workspace(f"--dyad um --loss_function {loss} --dyad_l2 0.3 --quiet"
                      ).params[P_DYAD_L2] == 0.3
     assert Workspace(f"--dyad um --loss_function {loss} --dyad_shifted --quiet"
@@ -567,7 +571,7 @@ def test_the_default_penalty_follows_the_uses_per_latent_row():
     from pyvw_lite.learners.gd import (LATENT_ROWS, LATENT_USES, P_DYAD_COUNT, P_DYAD_L2,
                                        P_DYAD_L2_POWER)
     from pyvw_lite.reductions.dyad import sized_l2
-    common = "--dyad ab --rank 3 -l 0.5 -b 12 --quiet"
+    common = "--dyad ab --rank 3 -l 0.5 -b 12 --dyad_row_l2 0 --quiet"
     assert Workspace(common).params[P_DYAD_L2_POWER] == 0.6
     assert Workspace(common + " --dyad_l2 0.15").params[P_DYAD_L2_POWER] == 0.0
     lines = ["0.5 2 |a x y |b z", "1 |a x |b w", "-1 |a y |b z w"]
@@ -843,7 +847,8 @@ def test_the_bias_penalty_closes_part_of_the_gap_to_tuned_als_on_long_tailed_ite
     lines = [f"{r} |u u{u} |m m{i}" for r, u, i in zip(ratings.tolist(), users.tolist(),
                                                         items.tolist())]
     mse = {}
-    for name, flags in (("new", ""), ("old", " --dyad_bias_l2 0"), ("linear", None)):
+    for name, flags in (("new", ""), ("old", " --dyad_bias_l2 0 --dyad_row_l2 0"),
+                        ("linear", None)):
         ws = Workspace("-b 20 --quiet" + ("" if flags is None else " --dyad um --rank 4" + flags))
         for _ in range(10):
             ws.learn(lines[:cut])
@@ -861,3 +866,21 @@ def test_the_bias_penalty_closes_part_of_the_gap_to_tuned_als_on_long_tailed_ite
     assert mse["new"] < mse["old"] - 0.005, mse
     assert mse["new"] < mse["linear"] - 0.01, mse
     assert mse["new"] < mse["als"] + 0.015, mse
+
+
+def test_shards_add_their_first_pass_counts(tmp_path):
+    """Under --executor each shard counts the uses of its own lines; the combined model counts
+    every use once, as one learner over the whole file does."""
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(12) for m in range(0, 30, 3)))
+    models = {}
+    for name, extra in (("one", []), ("shards", ["--executor", "serial", "--shards", "3"])):
+        model = tmp_path / f"{name}.pvw"
+        _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2",
+                                      "--quiet", "-f", str(model), *extra])
+        assert code == 0, err
+        models[name] = Workspace(["-i", str(model), "--quiet"]).touched
+    np.testing.assert_array_equal(models["shards"], models["one"])
+    assert sorted(np.unique(models["one"]).tolist()) == [0, 10, 12]

@@ -490,7 +490,7 @@ def _add_uses(touched, results: list[dict]) -> None:
         return
     total = touched[rows].astype(np.int64)
     for result, mine in zip(results, counted):
-        total[np.searchsorted(rows, mine)] += result["uses"]
+        total[np.searchsorted(rows, mine)] += result.get("uses", 0)
     touched[rows] = np.minimum(total, 255)
 
 

@@ -72,7 +72,7 @@ L2_SIZE_POWER = 0.6
 # row used n times takes lambda/n of it (:func:`row_shrink`).  Rows are counted in the first pass
 # (the ``touched`` byte, saturating at 255).  Chosen on gen_dyadic sets (docs/dyadic.md).
 BIAS_L2 = 3.0
-ROW_L2 = 0.0
+ROW_L2 = 8.0
 COUNT_CAP = 255
 
 
@@ -139,11 +139,19 @@ def dyad_settings(options: Options) -> dict:
     # a given --dyad_l2 is the penalty itself; the default one follows the uses per row
     chosen["l2_power"] = L2_SIZE_POWER if options.dyad_l2 is None and not shifted else 0.0
     chosen["dropout"] = dropout
-    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times
+    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times.  Its
+    # defaults are in squared error's units, chosen on ratings (binary and regression learning,
+    # no dropout): elsewhere they are 0.  Where the per-row latent penalty is on, it replaces
+    # the default per-update one (--dyad_l2 still adds one when given).
+    ratings = options.loss_function == "squared" and not shifted and not dropout and not (
+        options.oaa or options.ect or options.sft)
     chosen["bias_l2"] = float(options.dyad_bias_l2 if options.dyad_bias_l2 is not None
-                              else 0.0 if shifted else BIAS_L2)
+                              else BIAS_L2 if ratings else 0.0)
     chosen["row_l2"] = float(options.dyad_row_l2 if options.dyad_row_l2 is not None
-                             else 0.0 if shifted else ROW_L2)
+                             else ROW_L2 if ratings else 0.0)
+    if chosen["row_l2"] > 0.0 and options.dyad_l2 is None:
+        chosen["l2"] = 0.0
+        chosen["l2_power"] = 0.0
     if dropout and shifted:
         raise OptionError("--lrqdropout drops latent coordinates of the plain form p = a·b; "
                           "it cannot go with --dyad_shifted")
