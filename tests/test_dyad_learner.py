@@ -833,12 +833,12 @@ def _als_module():
     return module
 
 
-def test_the_bias_penalty_closes_part_of_the_gap_to_tuned_als_on_long_tailed_items():
-    """Zipf-popular items (most seen a few times): the per-row bias penalty lowers test MSE
-    below the unpenalised learner's and the linear model's.  The tuned batch ALS (ridge with
-    biases, rank and λ by CV on train: tests/accuracy/dyad_als.py) is the yardstick: here the
-    learner comes within 0.006 of it (1.046 against 1.041; without the penalty 1.136, linear
-    1.139).  On the larger sets of docs/dyadic.md the gap is wider."""
+def test_per_row_penalties_come_within_0_01_of_a_tuned_als_on_long_tailed_items():
+    """Zipf-popular items (most seen a few times): the per-row penalties (--dyad_bias_l2,
+    --dyad_row_l2) lower test MSE well below the learner without them and the linear model, to
+    within 0.01 of a tuned batch ALS (ridge with biases, rank and λ by CV on train:
+    tests/accuracy/dyad_als.py).  Measured: 1.0454 against ALS's 1.0406; without the penalties
+    1.1363, linear 1.1390."""
     from pyvw_lite.synthetic import user_item_ratings
     als = _als_module()
     users, items, ratings = user_item_ratings(16_000, 300, 1_500, rank=4, latent_sd=0.6,
@@ -865,7 +865,7 @@ def test_the_bias_penalty_closes_part_of_the_gap_to_tuned_als_on_long_tailed_ite
                                ** 2))
     assert mse["new"] < mse["old"] - 0.005, mse
     assert mse["new"] < mse["linear"] - 0.01, mse
-    assert mse["new"] < mse["als"] + 0.015, mse
+    assert mse["new"] < mse["als"] + 0.01, mse
 
 
 def test_shards_add_their_first_pass_counts(tmp_path):
