@@ -202,7 +202,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("dyad_bias_l2", FLOAT, None, "ridge penalty on the linear weights of the --dyad "
            "namespaces' features (user and item biases), ALS's lambda per row: each update of a "
            "feature used n times shrinks its weight by 1/(1 + 2·rate·importance·L/n), n counted "
-           "in the first pass (default 3 under squared loss, else 0)", "Dyadic", keep=True, metavar="L"),
+           "in the first pass (default 3 under squared loss without --oaa/--sft/--lrqdropout, "
+           "else 0)", "Dyadic", keep=True, metavar="L"),
     Option("dyad_row_l2", FLOAT, None, "ridge penalty on latent vectors per row, ALS's lambda: "
            "each update of a vector used n times shrinks it by 1/(1 + 2·rate·importance·L/n), "
            "n counted in the first pass (default 8 under squared loss without --oaa/--sft/"
