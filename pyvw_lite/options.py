@@ -198,8 +198,18 @@ OPTIONS: tuple[Option, ...] = (
            "example's latent vectors by 1/(1 + rate·importance·L2) after its exact step "
            "(default 0.15, 0.05 with --loss_function quantile, each times (n/60)^-0.6 for n "
            "uses per latent row in the first pass; a given value is used as is; 0 with "
-           "--lrqdropout and in the shifted form)", "Dyadic",
+           "--lrqdropout, in the shifted form and where --dyad_row_l2 is on)", "Dyadic",
            keep=True, metavar="L2"),
+    Option("dyad_bias_l2", FLOAT, None, "ridge penalty on the linear weights of the --dyad "
+           "namespaces' features (user and item biases), ALS's lambda per row: each update of a "
+           "feature used n times shrinks its weight by 1/(1 + 2·rate·importance·L/n), n counted "
+           "in the first pass (default 3 under squared loss without --oaa/--sft/--lrqdropout, "
+           "else 0)", "Dyadic", keep=True, metavar="L"),
+    Option("dyad_row_l2", FLOAT, None, "ridge penalty on latent vectors per row, ALS's lambda: "
+           "each update of a vector used n times shrinks it by 1/(1 + 2·rate·importance·L/n), "
+           "n counted in the first pass (default 8 under squared loss without --oaa/--sft/"
+           "--lrqdropout, where it replaces --dyad_l2's default; else 0)",
+           "Dyadic", keep=True, metavar="L"),
     Option("dyad_seed", INT, DYAD_SEED, "seed of the symmetry-breaking perturbation (a "
            "model keeps it)", "Dyadic", keep=True, metavar="N"),
     Option("ode_rtol", FLOAT, 1e-7, "relative tolerance of the dyadic logistic/squared ODE",

@@ -182,6 +182,10 @@ def _check_learner_model(path: str, model: ModelData) -> None:
         problems.append("values")  # the weight table is float32: 1e200 would become inf
     if "touched" in arrays and (arrays["touched"].ndim != 1 or arrays["touched"].dtype != np.uint8):
         problems.append("touched")
+    # the dyadic rows' first-pass uses, one byte per stored row (reductions/dyad.py: row_shrink)
+    if "uses" in arrays and (arrays["uses"].ndim != 1 or arrays["uses"].dtype != np.uint8
+                             or rows is None or arrays["uses"].shape[0] != rows.shape[0]):
+        problems.append("uses")
     if problems:
         raise ModelError(f"{path}: malformed model ({', '.join(sorted(set(problems)))} not as a "
                          "model writes them)")
@@ -424,6 +428,14 @@ class Workspace:
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
         self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
         self.params[gd.P_DYAD_L2_POWER] = settings["l2_power"] if settings else 0.0
+        self.params[gd.P_DYAD_BIAS_L2] = settings["bias_l2"] if settings else 0.0
+        self.params[gd.P_DYAD_ROW_L2] = settings["row_l2"] if settings else 0.0
+        if settings and self.model is not None and "uses" not in self.model.arrays:
+            # saved before the per-row counts: its rows count 1, so no default per-row penalty
+            for name, index in (("dyad_bias_l2", gd.P_DYAD_BIAS_L2),
+                                ("dyad_row_l2", gd.P_DYAD_ROW_L2)):
+                if name not in o.given:
+                    self.params[index] = 0.0
         # --lrqdropout drops latent coordinates of binary and regression updates (VW's lrq)
         self.params[gd.P_DYAD_DROPOUT] = bool(settings and settings["dropout"])
         self.params[gd.P_DYAD_COUNT] = 1.0  # off once the data repeats: repeat_pass()
@@ -529,6 +541,8 @@ class Workspace:
             self.weights[rows, -self.latent:] = values[:, -self.latent:]
         if "touched" in model.arrays and self.dyadic is not None:
             self.touched[:] = np.unpackbits(model.arrays["touched"])[:self.touched.size]
+            if "uses" in model.arrays:  # counts of the touched rows (flags before them)
+                self.touched[rows] = np.maximum(self.touched[rows], model.arrays["uses"])
         self.state = np.asarray(state["learner"], dtype=np.float64).copy()
         if self.state.shape[0] == gd.state_size(self.models) - 2:
             # saved before the latent counts: its touched rows at the reference uses, so the
@@ -978,6 +992,7 @@ class Workspace:
         arrays = {"rows": nonzero.astype(np.uint32), "values": values}
         if self.dyadic is not None:
             arrays["touched"] = np.packbits(self.touched)
+            arrays["uses"] = self.touched[nonzero]
         state["kept"] = self.options.kept_values()
         return ModelData(options=self.options.kept_argv(resume=not predict_only), state=state,
                          arrays=arrays)

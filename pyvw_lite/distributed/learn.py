@@ -320,7 +320,9 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
     timings["diff"] = time.perf_counter() - clock
     return {"rows": changed, "values": workspace.weights[changed], "state": workspace.state,
             "timings": timings,
-            "touched": np.flatnonzero(workspace.touched > touched),
+            "touched": np.flatnonzero((workspace.touched > 0) & (touched == 0)),
+            "counted": (counted := np.flatnonzero(workspace.touched > touched)),
+            "uses": workspace.touched[counted] - touched[counted],  # first-pass uses per row
             "totals": driver.totals,
             "predictions": [handle.getvalue() for handle, _ in writers],
             "log": log.getvalue(), "skipped": workspace.skipped,
@@ -431,7 +433,7 @@ def combine(workspace, results: list[dict], mode: str) -> None:
     if n == 1:
         weights[results[0]["rows"]] = results[0]["values"]
         state[:] = results[0]["state"]
-        workspace.touched[newly] = 1
+        _add_uses(workspace.touched, results)
         return
     rows = np.unique(np.concatenate([result["rows"] for result in results]))
     base = weights[rows].astype(np.float64)  # differences in float64: exact for float32
@@ -476,7 +478,20 @@ def combine(workspace, results: list[dict], mode: str) -> None:
     state[MIN_LABEL] = min(result["state"][MIN_LABEL] for result in results)
     state[MAX_LABEL] = max(result["state"][MAX_LABEL] for result in results)
     state[LATENT_ROWS] = start[LATENT_ROWS] + newly.size  # a row two shards touched is one row
-    workspace.touched[newly] = 1
+    _add_uses(workspace.touched, results)
+
+
+def _add_uses(touched, results: list[dict]) -> None:
+    """The shards' first-pass uses of each dyadic row added to its count (saturating as the
+    learner's own count, at 255)."""
+    counted = [result.get("counted", np.zeros(0, dtype=np.int64)) for result in results]
+    rows = np.unique(np.concatenate(counted))
+    if not rows.size:
+        return
+    total = touched[rows].astype(np.int64)
+    for result, mine in zip(results, counted):
+        total[np.searchsorted(rows, mine)] += result.get("uses", 0)
+    touched[rows] = np.minimum(total, 255)
 
 
 # ---------------------------------------------------------------------- the job

@@ -99,8 +99,8 @@ def place_array(hashes, multiplier: int, mask: int) -> np.ndarray:
 P_ETA, P_POWER_T, P_LOSS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_TRAINING, P_CONSTANT, \
     P_FIXED_RANGE, P_DYAD_ADAPTIVE, P_CLASS_STRIDE, P_ODE_SOLVER, P_LATENT_RATE, \
     P_DYAD_SEED, P_DYAD_L2, P_DYAD_POWER_T, P_TAU, P_L1, P_L2, P_CONTRACTION, P_GRAVITY, \
-    P_DYAD_COUNT, P_DYAD_L2_POWER, P_DYAD_DROPOUT = range(24)
-PARAM_SIZE = 24
+    P_DYAD_COUNT, P_DYAD_L2_POWER, P_DYAD_DROPOUT, P_DYAD_BIAS_L2, P_DYAD_ROW_L2 = range(26)
+PARAM_SIZE = 26
 WILDCARD = 58  # ':' in -q / --interactions
 # flags of a namespace letter in the ``ignore`` table: left out everywhere (--ignore, --keep),
 # or from the linear terms only (--ignore_linear: its features still enter interactions)

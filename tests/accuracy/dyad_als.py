@@ -1,0 +1,146 @@
+"""Batch ALS with biases: the yardstick of the dyadic learner (docs/dyadic.md, issue 41).
+
+Not part of the package: a ridge ALS written for the check.  The model is
+
+    r̂ = μ + b_u + b_i + p_u·q_i
+
+with the penalty λ·(b_u² + |p_u|²) on every row (Koren's biased MF), or, with ``--weighted``,
+λ·n_u·(…) (Zhou et al.'s weighted-λ regularisation).  Each sweep solves every user's
+``[b_u, p_u]`` by ridge against the items held fixed, then every item's.  λ and the rank are
+chosen by K-fold cross-validation on the training file only; the chosen model is refitted on
+all of it and scored on the test file.
+
+    python tests/accuracy/dyad_als.py TRAIN TEST [--ranks 0,4,8] [--lambdas 3,10,30]
+
+Prints test MSE / RMSE / MAE of the chosen model (predictions clipped to the label range).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+import numpy as np
+
+_LINE = re.compile(r"^\s*(\S+)\s[^|]*\|u\s+(\S+)\s*\|m\s+(\S+)")
+
+
+def read_ratings(path: str):
+    """Labels and user/item names of a ``<rating> |u U |m M`` file."""
+    labels, users, items = [], [], []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            match = _LINE.match(line)
+            if match is None:
+                continue
+            labels.append(float(match.group(1)))
+            users.append(match.group(2))
+            items.append(match.group(3))
+    return np.array(labels), users, items
+
+
+def index(names, table):
+    """Integer ids of ``names``, new names appended to ``table`` (a dict)."""
+    return np.array([table.setdefault(name, len(table)) for name in names], dtype=np.int64)
+
+
+def _solve_side(rows, cols, resid, n_rows, other, rank, lam, weighted):
+    """Ridge solution ``[b, p]`` of every row against the fixed other side's ``[1, q]``."""
+    out = np.zeros((n_rows, rank + 1))
+    order = np.argsort(rows, kind="stable")
+    bounds = np.searchsorted(rows[order], np.arange(n_rows + 1))
+    design_all = np.concatenate([np.ones((cols.size, 1)), other[cols, 1:]], axis=1)
+    eye = np.eye(rank + 1)
+    for row in range(n_rows):
+        sel = order[bounds[row]:bounds[row + 1]]
+        if sel.size == 0:
+            continue
+        design = design_all[sel]
+        penalty = lam * (sel.size if weighted else 1.0)
+        gram = design.T @ design + penalty * eye
+        out[row] = np.linalg.solve(gram, design.T @ resid[sel])
+    return out
+
+
+def fit(users, items, labels, n_users, n_items, rank, lam, sweeps=15, seed=0,
+        weighted=False):
+    """``(mu, U, I)``: rows ``[b, p]`` of users and items after ``sweeps`` alternations."""
+    rng = np.random.default_rng(seed)
+    mu = float(labels.mean())
+    U = np.zeros((n_users, rank + 1))
+    I = np.zeros((n_items, rank + 1))
+    I[:, 1:] = 0.1 * rng.standard_normal((n_items, rank))
+    for _ in range(sweeps):
+        # users against items: r − μ − b_i = b_u + p_u·q_i
+        resid = labels - mu - I[items, 0]
+        U = _solve_side(users, items, resid, n_users, I, rank, lam, weighted)
+        resid = labels - mu - U[users, 0]
+        I = _solve_side(items, users, resid, n_items, U, rank, lam, weighted)
+    return mu, U, I
+
+
+def predict(model, users, items, low=1.0, high=5.0):
+    mu, U, I = model
+    p = mu + U[users, 0] + I[items, 0] + np.einsum("ij,ij->i", U[users, 1:], I[items, 1:])
+    return np.clip(p, low, high)
+
+
+def cross_validate(users, items, labels, n_users, n_items, ranks, lambdas, folds=5, seed=0,
+                   weighted=False, sweeps=15):
+    """Mean held-out MSE per ``(rank, λ)`` over ``folds`` folds of the training data."""
+    rng = np.random.default_rng(seed)
+    fold = rng.integers(0, folds, labels.size)
+    low, high = labels.min(), labels.max()
+    scores = {}
+    for rank in ranks:
+        for lam in lambdas:
+            errors = []
+            for f in range(folds):
+                train = fold != f
+                model = fit(users[train], items[train], labels[train], n_users, n_items, rank,
+                            lam, sweeps, seed, weighted)
+                p = predict(model, users[~train], items[~train], low, high)
+                errors.append(np.mean((p - labels[~train]) ** 2))
+            scores[(rank, lam)] = float(np.mean(errors))
+    return scores
+
+
+def tuned_als(train_path, test_path, ranks=(0, 4, 8), lambdas=(3.0, 10.0, 30.0), folds=3,
+              weighted=False, sweeps=15):
+    """Tune by CV on ``train_path``, refit, score on ``test_path``: a dict of the figures."""
+    y, u_names, i_names = read_ratings(train_path)
+    ty, tu_names, ti_names = read_ratings(test_path)
+    utab, itab = {}, {}
+    u = index(u_names, utab)
+    i = index(i_names, itab)
+    tu = index(tu_names, utab)
+    ti = index(ti_names, itab)
+    n_users, n_items = len(utab), len(itab)
+    scores = cross_validate(u, i, y, n_users, n_items, ranks, lambdas, folds, 0, weighted,
+                            sweeps)
+    rank, lam = min(scores, key=scores.get)
+    model = fit(u, i, y, n_users, n_items, rank, lam, sweeps, 0, weighted)
+    p = predict(model, tu, ti, y.min(), y.max())
+    mse = float(np.mean((p - ty) ** 2))
+    return dict(rank=rank, lam=lam, cv=scores[(rank, lam)], mse=mse, rmse=mse ** 0.5,
+                mae=float(np.mean(np.abs(p - ty))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("train")
+    parser.add_argument("test")
+    parser.add_argument("--ranks", default="0,4,8")
+    parser.add_argument("--lambdas", default="3,10,30")
+    parser.add_argument("--folds", type=int, default=3)
+    parser.add_argument("--sweeps", type=int, default=15)
+    parser.add_argument("--weighted", action="store_true", help="λ·n per row (ALS-WR)")
+    args = parser.parse_args()
+    result = tuned_als(args.train, args.test, [int(x) for x in args.ranks.split(",")],
+                       [float(x) for x in args.lambdas.split(",")], args.folds, args.weighted,
+                       args.sweeps)
+    print("ALS rank {rank} lambda {lam:g} (cv {cv:.4f}): test MSE {mse:.4f} RMSE {rmse:.4f} "
+          "MAE {mae:.4f}".format(**result))
+
+
+if __name__ == "__main__":
+    main()
