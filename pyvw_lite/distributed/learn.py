@@ -127,6 +127,7 @@ def local_file(path: str | None) -> bool:
 
 
 def line_shards(lines: list[str], n_shards: int) -> list[dict]:
+    """Shards of in-memory lines (:func:`cut_shards`), for ``sharded_learn``."""
     data = "\n".join(lines).encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     starts, ends, _ = split_lines(buf, final=True)
@@ -385,6 +386,7 @@ def account_result(progress, executor, handle, result: dict, learn_args: tuple) 
 
 def run_pass(executor, handles: list, workspace, options: Options, pass_index: int,
              outputs: tuple[int, ...] = ()) -> list[dict]:
+    """One pass of every shard from the workspace's model: the shards' results, in order."""
     model = (workspace.weights, workspace.state, workspace.touched)
     results = executor.map(learn_shard, handles,
                            [(options, model, pass_index, outputs)] * len(handles))
@@ -523,7 +525,7 @@ class ShardedDriver(Driver):
                 shard["cache_settings"] = {**settings, "shard": [index, n_shards, where]}
                 shard["rebuild"] = bool(o.kill_cache)
             ws.log(f"[info] --executor with a cache: each shard streams through its own cache "
-                    f"file ({cache_path}.shard1of{n_shards}, ...), holding one chunk in memory")
+                   f"file ({cache_path}.shard1of{n_shards}, ...), holding one chunk in memory")
         clock = time.perf_counter()
         handles = [executor.put(shard) for shard in shards]
         scattered = time.perf_counter() - clock

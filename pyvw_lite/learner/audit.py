@@ -59,7 +59,7 @@ def audit_text(learner, batch: ParsedBatch, row: int) -> str:
         while node >= classes:
             problem = node - classes
             score = initial + sum(value * float(learner.weights[(slot + offsets[problem])
-                                                             & learner.mask, gd.W])
+                                                                & learner.mask, gd.W])
                                   for _, slot, value in features)
             score = min(max(score, learner.state[gd.MIN_LABEL]), learner.state[gd.MAX_LABEL])
             blocks.append((problem, score))

@@ -33,6 +33,7 @@ class ExampleChecks:
         return self.parse_chunk(buf, starts, ends, 1, source, record_spans)
 
     def parse_chunk(self, buf, starts, ends, first_line, source, record_spans=False) -> ParsedBatch:
+        """Parse the lines ``starts``/``ends`` of ``buf`` as this learner reads labels."""
         numeric = self.reduction is None or self.reduction.parse_label_number
         return parse_buffer(buf, starts, ends, hash_seed=self.options.hash_seed,
                             hash_all=self.hash_all, parse_label_number=numeric,
@@ -70,7 +71,7 @@ class ExampleChecks:
             for k in np.flatnonzero(labelled & (labels != 1.0) & (labels != -1.0)):
                 row = int(rows[k])  # learned as given, as VW does
                 self.log(f"[warning] {batch.source}:{batch.first_line + row}: label "
-                          f"{labels[k]:g} is not -1 or 1 as the hinge loss expects")
+                         f"{labels[k]:g} is not -1 or 1 as the hinge loss expects")
         if self.loss == LOGISTIC and rows.size:
             self._check_logistic_labels(batch, rows)
         return rows
@@ -97,7 +98,7 @@ class ExampleChecks:
         if not self.told_soft_zero and o.logistic_min == -1.0 and np.any(soft & (raw == 0.0)):
             self.told_soft_zero = True  # VW's classic trap, which VW passes over in silence
             self.log("[info] a logistic label 0 is a soft label, probability 1/2 of class 1; "
-                      "for 0/1 labels give --logistic_min 0")
+                     "for 0/1 labels give --logistic_min 0")
         for k in np.flatnonzero(outside | (soft & hard_only)):
             row = int(rows[k])
             where = f"{batch.source}:{batch.first_line + row}"

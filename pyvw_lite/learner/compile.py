@@ -39,17 +39,17 @@ def compile_learning(options) -> None:
     ws.learn(matrix_batch(np.eye(2), np.ones(2)))
 
 
-def start_learning_compile(workspace):
+def start_learning_compile(learner):
     """On a cold start (neither the parser nor the learning kernels cached), a helper process
     that compiles the learning kernels while this one compiles the parser: on two cores a first
     run waits for the longer of the two instead of their sum.  ``None`` when there is nothing
     to overlap; join the process before the first learning call."""
     if not CACHE or (os.cpu_count() or 1) < 2 or is_cached(parse_lines) \
-            or all(is_cached(kernel) for kernel in workspace.learning_kernels()):
+            or all(is_cached(kernel) for kernel in learner.learning_kernels()):
         return None
     try:
         process = multiprocessing.get_context("spawn").Process(
-            target=compile_learning, args=(shard_options(workspace.options),), daemon=True)
+            target=compile_learning, args=(shard_options(learner.options),), daemon=True)
         process.start()
     except (OSError, RuntimeError):
         return None  # no helper: this process compiles everything, as before

@@ -99,7 +99,7 @@ class Configuration:
             raise OptionError("--scores and --probabilities need --oaa or --sft")
         if o.probabilities and self.loss_name != "logistic":  # as VW warns
             self.log("[warning] --probabilities should be used only with "
-                      f"--loss_function=logistic, currently using: {self.loss_name}")
+                     f"--loss_function=logistic, currently using: {self.loss_name}")
         self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
         self.active = active.setup(o)
         if self.active is not None and self.loss == QUANTILE:
@@ -249,8 +249,8 @@ class Configuration:
         state = model.state
         if state.get("stride") != self.stride and self.training and not state.get("predict_only"):
             self.log(f"[info] {self.options.initial_regressor} was trained with other update "
-                      "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
-                      "not used")
+                     "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
+                     "not used")
         self.weights = self._empty_table()
         rows = model.arrays["rows"].astype(np.int64)
         values = model.arrays["values"]

@@ -110,7 +110,8 @@ class Learner(Configuration, ExampleChecks):
         return gd.learn_examples if self.active is not None else gd.learn_passive
 
     def run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
-                    training: bool):
+                   training: bool):
+        """Run the learner's kernels on ``rows``: (predictions, raw scores, losses, features)."""
         n = rows.shape[0]
         pred = np.empty(n)
         raw = np.empty(n)
@@ -165,8 +166,8 @@ class Learner(Configuration, ExampleChecks):
                                               loss)
         for k in np.flatnonzero(odd):
             self.log(f"[warning] {batch.source}:{batch.first_line + int(rows[k])}: label "
-                      f"{labels[k]:g} is not -1 or 1 as --binary expects; its loss is the "
-                      f"{self.loss_name} loss, as in VW")
+                     f"{labels[k]:g} is not -1 or 1 as --binary expects; its loss is the "
+                     f"{self.loss_name} loss, as in VW")
         return signs, loss
 
     def active_arguments(self, count: int):

@@ -16,7 +16,7 @@ from ..io.atomic import atomic_write, same_stream
 from ..io.progress import LiveBar, ProgressTable, use_live_bar
 from ..io.source import LineChunks, gzip_damage, prefetch
 from ..io.vw_text import (LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, format_prediction,
-                         parse_lines)
+                          parse_lines)
 from ..jit import announce_compile
 from ..learner import audit, persist
 from ..learner.checks import ParseError
@@ -174,8 +174,8 @@ class Driver(RunPlan):
                 ws.log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
         if o.lrqdropout and (not o.dyad or ws.reduction is not None):
             ws.log("[info] --lrqdropout drops latent coordinates of binary and regression "
-                    "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
-                                                       if o.dyad else "no effect without --lrq"))
+                   "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
+                                                     if o.dyad else "no effect without --lrq"))
         if o.dyad and (o.adaptive or o.normalized or o.invariant):
             ws.log(UPDATE_FLAG_NOTE)
         self.no_input = o.no_stdin and o.data is None
@@ -330,8 +330,8 @@ class Driver(RunPlan):
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
         self.account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
-                      truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
-                      confidence=confidence)
+                     truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
+                     confidence=confidence)
         if not self.o.audit:  # --audit wrote each example's lines after its audit block
             self._write_outputs(batch, rows, pred, raw, writers)
 
