@@ -294,6 +294,8 @@ class Configuration:
         """The weight table's latent columns (none without --dyad)."""
         return list(range(self.stride, self.stride + self.latent))
 
+    _latent_columns = latent_columns  # the name earlier callers (and tests) use
+
     def _check_regularization(self, o: Options) -> None:
         """``--l1``/``--l2`` as VW's gd keeps them: global bookkeeping of the linear learner."""
         for name in ("l1", "l2"):
