@@ -18,7 +18,9 @@ $(VENV)/.installed: $(VENV)/.demo-installed
 
 install: $(VENV)/.installed
 
+# the layers first (docs/internals.md): a second, then the tests
 test: install
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest
 
 demo: $(VENV)/.demo-installed

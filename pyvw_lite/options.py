@@ -364,7 +364,8 @@ class Options:
 UNBOUNDED = ("min_prediction", "max_prediction")
 
 
-def _convert(opt: Option, text: str) -> Any:
+def convert(opt: Option, text: str) -> Any:
+    """The value of option ``opt`` given as ``text`` (an OptionError names the option)."""
     if opt.choices and text not in opt.choices:
         raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
                           f"{', '.join(opt.choices)}")
@@ -408,11 +409,11 @@ def parse_argv(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> O
                 raise OptionError(f"option '{shown}' takes no value (got {text!r})")
             values[opt.name] = True
         elif opt.kind == LIST:
-            values[opt.name].append(_convert(opt, text))
+            values[opt.name].append(convert(opt, text))
         else:
             if opt.name in given:
                 raise OptionError(f"option '{shown}' cannot be specified more than once")
-            values[opt.name] = _convert(opt, text)
+            values[opt.name] = convert(opt, text)
         given.add(opt.name)
 
     i = 0
@@ -534,3 +535,12 @@ def help_rows(groups: Iterable[str] | None = None) -> list[tuple[str, str, str]]
             text += f" [default: {opt.default}]"
         rows.append((opt.group, flag, text))
     return rows
+
+
+def shard_options(options: Options) -> Options:
+    """The options of a shard's learner: the same learning, no files of its own."""
+    values = options.as_dict()
+    given = set(options.given) - set(FILES_AND_EXECUTOR)
+    for name in FILES_AND_EXECUTOR:
+        values[name] = False if name == "cache" else None
+    return Options(values, given)

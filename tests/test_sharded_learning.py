@@ -10,8 +10,9 @@ import pytest
 from conftest import kill_a_busy_dask_worker, run_workspace
 
 from pyvw_lite import Workspace
+from pyvw_lite.api.sharded import sharded_learn
 from pyvw_lite.distributed.executor import executor_from
-from pyvw_lite.distributed.learn import combine, cut_shards, sharded_learn
+from pyvw_lite.distributed.learn import combine, cut_shards
 from pyvw_lite.synthetic import rater_task, write_vw
 
 

@@ -46,7 +46,8 @@ class Result:
         return statistics.median(self.peer_seconds) / statistics.median(self.ours_seconds)
 
 
-def _ours_command(args: list[str]) -> list[str]:
+def ours_command(args: list[str]) -> list[str]:
+    """The command that runs pyvw-lite with ``args`` in this Python."""
     return [sys.executable, "-m", "pyvw_lite", *args]
 
 
@@ -54,7 +55,8 @@ def _peer_command(args: list[str]) -> list[str]:
     return vw_command(args)
 
 
-def _timed(command: list[str], cwd: str) -> tuple[float, str]:
+def timed(command: list[str], cwd: str) -> tuple[float, str]:
+    """Run ``command`` in ``cwd``: its wall seconds and its stderr."""
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -64,7 +66,8 @@ def _timed(command: list[str], cwd: str) -> tuple[float, str]:
     return elapsed, done.stderr
 
 
-def _average_loss(stderr: str) -> str | None:
+def average_loss(stderr: str) -> str | None:
+    """The ``average loss`` a run's summary printed (None without one)."""
     match = re.search(r"^average loss = (.*)$", stderr, re.MULTILINE)
     return match.group(1).strip() if match else None
 
@@ -173,23 +176,23 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
         byte_compile_package()
         for scenario in plan:
             # warm the numba cache (and the page cache) so no timed run pays a compile
-            _timed(_ours_command(scenario.ours + ["--quiet", "-t"]), workdir)
+            timed(ours_command(scenario.ours + ["--quiet", "-t"]), workdir)
             if scenario.prepare_ours:
-                _timed(_ours_command(scenario.prepare_ours + ["--quiet"]), workdir)
+                timed(ours_command(scenario.prepare_ours + ["--quiet"]), workdir)
             if use_peer and scenario.prepare_peer:
-                _timed(_peer_command(scenario.prepare_peer + ["--quiet"]), workdir)
+                timed(_peer_command(scenario.prepare_peer + ["--quiet"]), workdir)
         results = []
         for scenario in plan:
             ours, theirs = [], []
             ours_loss = peer_loss = None
             for _ in range(repeat):
-                seconds, stderr = _timed(_ours_command(scenario.ours), workdir)
+                seconds, stderr = timed(ours_command(scenario.ours), workdir)
                 ours.append(seconds)
-                ours_loss = _average_loss(stderr)
+                ours_loss = average_loss(stderr)
                 if use_peer:
-                    seconds, stderr = _timed(_peer_command(scenario.peer), workdir)
+                    seconds, stderr = timed(_peer_command(scenario.peer), workdir)
                     theirs.append(seconds)
-                    peer_loss = _average_loss(stderr)
+                    peer_loss = average_loss(stderr)
             results.append(Result(scenario.name, scenario.examples, ours, theirs, ours_loss,
                                   peer_loss))
         report(results, out)

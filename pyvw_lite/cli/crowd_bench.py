@@ -72,7 +72,8 @@ print(json.dumps(dict(seconds=seconds, ratings=len(frame), accuracy=accuracy,
 """
 
 
-def _run(command: list[str]) -> dict:
+def run_measured(command: list[str]) -> dict:
+    """Run a measuring script; the JSON it prints last (its stderr in the error if it fails)."""
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:3])} ... failed:\n{done.stderr[-2000:]}")
@@ -117,7 +118,8 @@ def peer_python_default() -> str | None:
     return sys.executable if has_crowdkit(sys.executable) else None
 
 
-def _dataset(workdir: str, tasks: int, workers: int, seed: int, out) -> tuple[str, str]:
+def crowd_dataset(workdir: str, tasks: int, workers: int, seed: int, out) -> tuple[str, str]:
+    """Seeded crowd answers and their truth under ``workdir`` (made once): their two paths."""
     from ..synthetic import crowd_answers
     folder = os.path.join(workdir, f"crowd_{tasks}_{workers}_{seed}")
     answers = os.path.join(folder, "answers.csv")
@@ -140,24 +142,24 @@ def run_crowd_bench(sizes=(100_000, 1_000_000), repeat: int = 3, seed: int = 123
     rows = []
     with bench_workdir(workdir, "pyvw-lite-crowd-bench-") as workdir:
         if many_workers:
-            answers, truth = _dataset(workdir, sizes[0], many_workers, seed, out)
-            runs = [_run([sys.executable, "-c", OURS_RUNNER, "online", answers, truth])
+            answers, truth = crowd_dataset(workdir, sizes[0], many_workers, seed, out)
+            runs = [run_measured([sys.executable, "-c", OURS_RUNNER, "online", answers, truth])
                     for _ in range(repeat)]
             row = dict(runs[-1], tasks=sizes[0], method=f"online, {many_workers:,} workers",
                        seconds=statistics.median(run["seconds"] for run in runs))
             rows.append(row)
         for tasks in sizes:
-            answers, truth = _dataset(workdir, tasks, 2_000, seed, out)
+            answers, truth = crowd_dataset(workdir, tasks, 2_000, seed, out)
             measured = {"default": [], "batch": [], "online": [], "peer": []}
             use_peer = peer_python is not None and tasks in peer_sizes
             for _ in range(repeat):
                 measured["default"].append(_default_whole_process(  # beside the peer's fit
                     answers, truth, os.path.dirname(answers)))
                 for mode in ("batch", "online"):
-                    measured[mode].append(_run([sys.executable, "-c", OURS_RUNNER, mode, answers,
+                    measured[mode].append(run_measured([sys.executable, "-c", OURS_RUNNER, mode, answers,
                                                 truth]))
                 if use_peer:
-                    measured["peer"].append(_run([peer_python, "-c", PEER_RUNNER, answers, truth]))
+                    measured["peer"].append(run_measured([peer_python, "-c", PEER_RUNNER, answers, truth]))
             for mode, runs in measured.items():
                 if not runs:
                     continue

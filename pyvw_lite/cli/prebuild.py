@@ -7,35 +7,24 @@ from cached machine code.
 """
 from __future__ import annotations
 
-import io
+import multiprocessing
+import os
 import sys
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
-_LINES = [f"{1 if i % 3 else -1} {1 + i % 3} 'e{i} |r r{i % 5} |t t{i % 7}:0.5 |f f{i % 4}"
-          for i in range(40)]
-
-
-def _learner(*args: str) -> None:
-    from ..workspace import Workspace
-    labels_as_classes = any(a in args for a in ("--oaa", "--ect", "--sft"))
-    lines = [line.split(" ", 1)[1] if labels_as_classes else
-             " ".join(line.split(" ")[:1] + line.split(" ")[2:]) for line in _LINES]
-    ws = Workspace(list(args) + ["--quiet", "-b", "12"], stdout=io.StringIO(),
-                   stderr=io.StringIO())
-    ws.learn(lines)
-    ws.predict(lines[:3])
+from ..learner.compile import learner_job
+from .crowd import CrowdRun
+from .crowd import run as run_crowd
 
 
 def _crowd(method: str, batch: bool) -> None:
-    from .crowd import CrowdRun
-    from .crowd import run as run_crowd
     rng = np.random.default_rng(0)
     rows = "".join(f"t{i},w{rng.integers(9)},{rng.integers(3)}\n" for i in range(60)
                    for _ in range(3))
-    import os
-    import tempfile
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "answers.csv")
         with open(path, "w") as handle:
@@ -44,15 +33,15 @@ def _crowd(method: str, batch: bool) -> None:
 
 
 MODES = {
-    "binary": lambda: _learner("--loss_function", "logistic"),
-    "squared": lambda: _learner("-q", "rt"),
-    "oaa": lambda: _learner("--oaa", "3"),
-    "ect": lambda: _learner("--ect", "3"),
-    "sft": lambda: _learner("--sft", "3"),
-    "dyad": lambda: _learner("--dyad", "rt", "--rank", "2"),
-    "sft-dyad": lambda: _learner("--sft", "3", "--dyad", "rt", "--rank", "2"),
-    "oaa-dyad": lambda: _learner("--oaa", "3", "--dyad", "rt", "--rank", "2"),
-    "active": lambda: _learner("--active", "--simulation", "--loss_function", "logistic"),
+    "binary": lambda: learner_job("--loss_function", "logistic"),
+    "squared": lambda: learner_job("-q", "rt"),
+    "oaa": lambda: learner_job("--oaa", "3"),
+    "ect": lambda: learner_job("--ect", "3"),
+    "sft": lambda: learner_job("--sft", "3"),
+    "dyad": lambda: learner_job("--dyad", "rt", "--rank", "2"),
+    "sft-dyad": lambda: learner_job("--sft", "3", "--dyad", "rt", "--rank", "2"),
+    "oaa-dyad": lambda: learner_job("--oaa", "3", "--dyad", "rt", "--rank", "2"),
+    "active": lambda: learner_job("--active", "--simulation", "--loss_function", "logistic"),
     "crowd-online": lambda: _crowd("em", False),
     "crowd-batch": lambda: _crowd("em", True),
     "crowd-auto": lambda: _crowd("auto", True),
@@ -69,7 +58,6 @@ PARALLEL_ORDER = ("binary", "dyad", "sft-dyad", "crowd-batch", "oaa-dyad", "sft"
 
 def _compile_mode(name: str) -> float:
     """A worker's task: compile one mode into the shared cache; its seconds."""
-    import os
     os.environ["PYVW_LITE_QUIET_COMPILE"] = "1"
     begun = time.perf_counter()
     MODES[name]()
@@ -103,8 +91,6 @@ def prebuild(modes, out=sys.stderr, jobs: int = 1) -> float:
 
 
 def _prebuild_parallel(modes, out, jobs: int) -> None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
     ordered = [name for name in PARALLEL_ORDER if name in modes] + \
         [name for name in modes if name not in PARALLEL_ORDER]
     workers = min(jobs, len(ordered))
@@ -116,38 +102,3 @@ def _prebuild_parallel(modes, out, jobs: int) -> None:
         for position, future in enumerate(as_completed(futures), start=1):
             out.write(f"[{position}/{len(ordered)}] {futures[future]} {future.result():.1f} s\n")
             out.flush()
-
-
-def compile_learning(options) -> None:
-    """A helper process's task: compile the learning kernels ``options`` need into the cache,
-    from a tiny numeric batch, so the text parser is not compiled here (the run that started
-    this helper is compiling it meanwhile)."""
-    import os
-    os.environ["PYVW_LITE_QUIET_COMPILE"] = "1"
-    from ..api.arrays import matrix_batch
-    from ..workspace import Workspace
-    ws = Workspace(options, stdout=io.StringIO(), stderr=io.StringIO())
-    ws.learn(matrix_batch(np.eye(2), np.ones(2)))
-
-
-def start_learning_compile(workspace):
-    """On a cold start (neither the parser nor the learning kernels cached), a helper process
-    that compiles the learning kernels while this one compiles the parser: on two cores a first
-    run waits for the longer of the two instead of their sum.  ``None`` when there is nothing
-    to overlap; join the process before the first learning call."""
-    import multiprocessing
-    import os
-
-    from ..distributed.learn import shard_options
-    from ..io.vw_text import parse_lines
-    from ..jit import CACHE, is_cached
-    if not CACHE or (os.cpu_count() or 1) < 2 or is_cached(parse_lines) \
-            or all(is_cached(kernel) for kernel in workspace.learning_kernels()):
-        return None
-    try:
-        process = multiprocessing.get_context("spawn").Process(
-            target=compile_learning, args=(shard_options(workspace.options),), daemon=True)
-        process.start()
-    except (OSError, RuntimeError):
-        return None  # no helper: this process compiles everything, as before
-    return process

@@ -13,9 +13,8 @@ import os
 import statistics
 import sys
 
-from .bench import (_average_loss, _ours_command, _timed, bench_workdir,
-                    binary_rater_file)
-from .crowd_bench import _dataset, _run
+from .bench import average_loss, bench_workdir, binary_rater_file, ours_command, timed
+from .crowd_bench import crowd_dataset, run_measured
 
 EXECUTORS = ("serial", "processes:2", "dask-local:2")
 
@@ -56,15 +55,15 @@ def _learning(data: str, passes: int, repeat: int, workdir: str, out) -> list[di
                                                          else []) for spec in EXECUTORS})
     # as the one process reads its cache, shards can read theirs (docs/scale.md)
     runs[f"{EXECUTORS[1]} -c"] = runs[EXECUTORS[1]] + ["--cache_file", "shards.cache"]
-    _timed(_ours_command(runs["one process"] + ["-k", "--quiet"]), workdir)  # cache, numba
-    _timed(_ours_command(runs[f"{EXECUTORS[1]} -c"] + ["-k", "--quiet"]), workdir)
+    timed(ours_command(runs["one process"] + ["-k", "--quiet"]), workdir)  # cache, numba
+    timed(ours_command(runs[f"{EXECUTORS[1]} -c"] + ["-k", "--quiet"]), workdir)
     times: dict[str, list[float]] = {name: [] for name in runs}
     losses: dict[str, str | None] = {}
     for _ in range(repeat):
         for name, argv in runs.items():
-            seconds, stderr = _timed(_ours_command(argv), workdir)
+            seconds, stderr = timed(ours_command(argv), workdir)
             times[name].append(seconds)
-            losses[name] = _average_loss(stderr)
+            losses[name] = average_loss(stderr)
     return _rows("learning", times, losses, out)
 
 
@@ -74,7 +73,7 @@ def _batch_em(answers: str, repeat: int, out) -> list[dict]:
     objectives: dict[str, str] = {}
     for _ in range(repeat):
         for name in names:
-            result = _run([sys.executable, "-c", EM_RUNNER, name, answers, "2"])
+            result = run_measured([sys.executable, "-c", EM_RUNNER, name, answers, "2"])
             times[name].append(result["seconds"])
             objectives[name] = f"F = {result['objective']:.6f} ({result['iterations']} passes)"
     return _rows("batch EM", times, objectives, out)
@@ -97,7 +96,7 @@ def run_scale_bench(lines: int = 1_000_000, tasks: int = 1_000_000, passes: int 
                     out=sys.stdout) -> list[dict]:
     with bench_workdir(workdir, "pyvw-lite-scale-bench-") as workdir:
         data = binary_rater_file(workdir, lines, seed, out) if lines else None
-        answers, _ = _dataset(workdir, tasks, 2_000, seed, out) if tasks else (None, None)
+        answers, _ = crowd_dataset(workdir, tasks, 2_000, seed, out) if tasks else (None, None)
         out.write(f"{'job':<10} {'executor':<14} {'seconds':>9} {'speedup':>8}  result\n")
         rows = _learning(os.path.abspath(data), passes, repeat, workdir, out) if lines else []
         if answers:

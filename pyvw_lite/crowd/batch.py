@@ -73,7 +73,7 @@ def _log_softmax(theta: np.ndarray) -> np.ndarray:
     return theta - top - math.log(np.exp(theta - top).sum())
 
 
-class _BatchFit:
+class BatchFit:
     """The arrays of one batch fit and its two half-steps: ``e_step`` (item pass, returns F) and
     ``m_step`` (workers, hypermean, class prior)."""
 
@@ -171,14 +171,14 @@ class _BatchFit:
 
 
 def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol: float = 1e-6,
-             report=None, fit: _BatchFit | None = None) -> BatchResult:
+             report=None, fit: BatchFit | None = None) -> BatchResult:
     """Fit the model of SPEC §E.1 to all of ``data``; ``report(iteration, F, phase, q)`` after
     each item pass.  Stops when F changes by less than ``tol`` relative (SPEC §E.3 says 1e-8;
     from 1e-6 on the labels of the shared crowd sets no longer move) or after ``max_iters``
     item passes."""
     started = time.perf_counter()
     announce_compile(kernels.batch_items_fixed_beta, kernels.alpha_rows_step)
-    fit = fit or _BatchFit(data, config)  # a sharded fit runs its item passes elsewhere
+    fit = fit or BatchFit(data, config)  # a sharded fit runs its item passes elsewhere
     phase = PHASE_FIXED if config.sigma_b == 0.0 else PHASE_WARM
     result = BatchResult(model=fit.model, q=fit.q, b=fit.b, used_slots=int(fit.used.sum()))
     previous = None

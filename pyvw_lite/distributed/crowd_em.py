@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ..crowd.batch import BatchResult, _BatchFit, batch_em
+from ..crowd import kernels
+from ..crowd.batch import BatchFit, BatchResult, batch_em
 from ..crowd.model import CrowdConfig
 from ..io.crowd_input import CrowdData
 
@@ -20,7 +21,6 @@ from ..io.crowd_input import CrowdData
 def shard_e_step(shard: dict, alpha: np.ndarray, kappa: float, log_prior: np.ndarray,
                  want_posteriors: bool):
     """One shard's E-step: (its F-hat sum, answer sums, class mass, posteriors or None)."""
-    from ..crowd import kernels  # imported in the worker: its own numba cache
     K = alpha.shape[1]
     q = np.zeros((shard["gold"].size, K))
     table = kernels.log_likelihood_table(alpha, math.exp(kappa))
@@ -42,7 +42,7 @@ def shards_of(data: CrowdData, rating_row: np.ndarray, n_shards: int) -> list[tu
     return shards
 
 
-class ShardedFit(_BatchFit):
+class ShardedFit(BatchFit):
     """A batch fit whose item passes run on an executor's shards."""
 
     def __init__(self, data: CrowdData, config: CrowdConfig, executor, n_shards: int):

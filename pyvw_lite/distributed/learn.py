@@ -32,16 +32,18 @@ import time
 
 import numpy as np
 
-from ..driver import Driver, account_examples, table_labels
 from ..io import cache as cache_io
 from ..io.atomic import temporary_beside
 from ..io.progress import LiveBar, ProgressTable, totals, use_live_bar
-from ..io.source import LineChunks
+from ..io.source import GZIP_MAGIC, LineChunks, is_regular_file, prefetch
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
+from ..learner.checks import ParseError
+from ..learner.core import Learner
 from ..learners.gd import G, LATENT_ROWS, MAX_LABEL, MIN_LABEL, N, P_ETA, W
-from ..options import FILES_AND_EXECUTOR, OptionError, Options
-from ..workspace import _prefetch
+from ..options import OptionError, Options, shard_options
+from ..reductions.dyad import symmetry_noise
+from ..run.driver import Driver, account_examples, table_labels
 from .executor import executor_from
 
 AVERAGING = ("adaptive", "mean")
@@ -118,7 +120,6 @@ def range_shards(path: str, n_shards: int) -> list[dict]:
 
 def local_file(path: str | None) -> bool:
     """A plain file on this machine (not stdin, a pipe or a gzip file): byte-range shards."""
-    from ..io.source import GZIP_MAGIC, is_regular_file
     if path in (None, "-") or not is_regular_file(path):
         return False
     with open(path, "rb") as handle:
@@ -126,20 +127,12 @@ def local_file(path: str | None) -> bool:
 
 
 def line_shards(lines: list[str], n_shards: int) -> list[dict]:
+    """Shards of in-memory lines (:func:`cut_shards`), for ``sharded_learn``."""
     data = "\n".join(lines).encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     starts, ends, _ = split_lines(buf, final=True)
     pieces = cut_shards([(buf, starts, ends, 1)], n_shards)
     return [{"source": "<input>", "pieces": shard} for shard in pieces]
-
-
-def shard_options(options: Options) -> Options:
-    """The options of a shard's learner: the same learning, no files of its own."""
-    values = options.as_dict()
-    given = set(options.given) - set(FILES_AND_EXECUTOR)
-    for name in FILES_AND_EXECUTOR:
-        values[name] = False if name == "cache" else None
-    return Options(values, given)
 
 
 # ---------------------------------------------------------------------- one shard's pass
@@ -204,7 +197,7 @@ class ShardDriver(Driver):
         self.records = [] if records is None else records
         self.totals: list[dict] = []
 
-    def _account(self, **examples) -> None:
+    def account(self, **examples) -> None:
         labels, _, _ = table_labels(self.ws.reduction, examples["truth"], examples["shown"],
                                     examples["pred"], examples["confidence"])
         self.totals.append(totals(weight=examples["weight"], loss=examples["loss"],
@@ -226,8 +219,8 @@ def parsed_pieces(shard: dict, workspace) -> list:
         for data, first_line in shard["pieces"]:
             buf = np.frombuffer(data, dtype=np.uint8)
             starts, ends, _ = split_lines(buf, final=True)
-            batch = workspace._parse_chunk(buf, starts, ends, first_line, shard["source"])
-            parsed.append((batch, workspace._valid_rows(batch)))
+            batch = workspace.parse_chunk(buf, starts, ends, first_line, shard["source"])
+            parsed.append((batch, workspace.valid_rows(batch)))
         shard["parsed"] = parsed
     return shard["parsed"]
 
@@ -245,7 +238,7 @@ def cached_batches(shard: dict, workspace, timings: dict):
             reader = None
     if reader is not None:
         shard["reader"] = reader
-        for batch in _prefetch(iter(reader)):  # the next block is read while this one learns
+        for batch in prefetch(iter(reader)):  # the next block is read while this one learns
             yield batch, workspace.prepare_cached(batch)
         return
     if "path" in shard:
@@ -260,8 +253,8 @@ def cached_batches(shard: dict, workspace, timings: dict):
     try:
         for buf, starts, ends, first_line in chunks:
             clock = time.perf_counter()
-            batch = workspace._parse_chunk(buf, starts, ends, first_line, shard["source"])
-            rows = workspace._valid_rows(batch)
+            batch = workspace.parse_chunk(buf, starts, ends, first_line, shard["source"])
+            rows = workspace.valid_rows(batch)
             writer.write(batch, rows, keep_label_text=keep_text)
             timings["parse"] += time.perf_counter() - clock
             yield batch, rows
@@ -278,10 +271,9 @@ def cached_batches(shard: dict, workspace, timings: dict):
 def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
                 outputs: tuple[int, ...]) -> dict:
     """One pass of one shard from the broadcast ``(weights, state, touched)``."""
-    from ..workspace import ParseError, Workspace  # imported in the worker: its own numba cache
     clock = time.perf_counter()
     log = io.StringIO()
-    workspace = Workspace(options, stdout=log, stderr=io.StringIO())
+    workspace = Learner(options, stdout=log, stderr=io.StringIO())
     weights, state, touched = model
     workspace.weights[...] = weights  # copies: the broadcast arrays stay untouched
     workspace.state[...] = state
@@ -311,7 +303,7 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
             timings["parse"] = time.perf_counter() - clock
             clock = time.perf_counter()
         for batch, rows in batches:
-            driver._process_batch(batch, rows, writers)
+            driver.process_batch(batch, rows, writers)
         timings["learn"] = time.perf_counter() - clock - (timings["parse"] if streamed else 0.0)
     except ParseError as exc:  # --strict_parse: the driver stops the job with this message
         return {"error": str(exc)}
@@ -396,7 +388,7 @@ def account_result(progress, executor, handle, result: dict, learn_args: tuple) 
 
 def run_pass(executor, handles: list, workspace, options: Options, pass_index: int,
              outputs: tuple[int, ...] = ()) -> list[dict]:
-    from ..workspace import ParseError
+    """One pass of every shard from the workspace's model: the shards' results, in order."""
     model = (workspace.weights, workspace.state, workspace.touched)
     results = executor.map(learn_shard, handles,
                            [(options, model, pass_index, outputs)] * len(handles))
@@ -457,7 +449,6 @@ def combine(workspace, results: list[dict], mode: str) -> None:
             seen_moved[at] += increment * step
             normalizer[at] = np.maximum(normalizer[at], values[:, N])
     if latent and newly.size:
-        from ..reductions.dyad import symmetry_noise
         counts = sum(np.isin(newly, result["touched"]).astype(np.int64) for result in results)
         present = np.isin(newly, rows)
         at = np.searchsorted(rows, newly[present])
@@ -500,7 +491,7 @@ class ShardedDriver(Driver):
 
     def run(self) -> int:
         o, ws = self.o, self.ws
-        self._check_paths()
+        self.check_outputs()
         for flag in ("audit", "invert_hash"):
             if getattr(o, flag):
                 raise OptionError(f"--{flag} follows one learner example by example; run it "
@@ -512,7 +503,7 @@ class ShardedDriver(Driver):
             raise OptionError("--active decides example by example on one learner; run it "
                               "without --executor")
         if o.averaging == "adaptive" and not ws.adaptive and ws.stride == 1:
-            ws._log("[warning] adaptive averaging needs adaptive updates; averaging by the mean")
+            ws.log("[warning] adaptive averaging needs adaptive updates; averaging by the mean")
             o.averaging = "mean"
         try:
             executor = executor_from(o.executor)
@@ -532,33 +523,33 @@ class ShardedDriver(Driver):
         if executor.same_machine and local_file(o.data):
             shards = range_shards(o.data, n_shards)
         else:
-            shards, _ = file_shards(o.data, n_shards, damaged=self._damaged_input)
+            shards, _ = file_shards(o.data, n_shards, damaged=self.damaged_input)
         cut = time.perf_counter() - clock
-        cache_path = self._cache_path()
+        cache_path = self.cache_path()
         if cache_path is not None:  # each shard streams through a cache file of its own
-            settings = self._cache_settings()
+            settings = self.cache_settings()
             shard_caches = [f"{cache_path}.shard{index + 1}of{n_shards}"
                             for index in range(len(shards))]
             for path in shard_caches:  # a FIFO there would block a worker that heartbeats on
                 if os.path.lexists(path):
                     cache_io.refuse_foreign(path)
-            self._check_paths(shard_caches)
+            self.check_outputs(shard_caches)
             for index, shard in enumerate(shards):
                 shard["cache"] = shard_caches[index]
                 where = [shard["start"], shard["end"]] if "path" in shard else None
                 shard["cache_settings"] = {**settings, "shard": [index, n_shards, where]}
                 shard["rebuild"] = bool(o.kill_cache)
-            ws._log(f"[info] --executor with a cache: each shard streams through its own cache "
-                    f"file ({cache_path}.shard1of{n_shards}, ...), holding one chunk in memory")
+            ws.log(f"[info] --executor with a cache: each shard streams through its own cache "
+                   f"file ({cache_path}.shard1of{n_shards}, ...), holding one chunk in memory")
         clock = time.perf_counter()
         handles = [executor.put(shard) for shard in shards]
         scattered = time.perf_counter() - clock
         if o.timings and self.err is not None:
             self.err.write(f"timings: read and cut {n_shards} shards {cut:.2f} s, "
                            f"send them to the workers {scattered:.2f} s\n")
-        self._announce_interactions()
+        self.announce_interactions()
         if self.err is not None:
-            preamble = self._preamble(None, False)
+            preamble = self.preamble(None, False)
             preamble[preamble.index("using no cache")] = (
                 f"executor = {executor.name}, shards = {n_shards}, averaging = {o.averaging}")
             self.err.write("\n".join(preamble) + "\n")
@@ -566,7 +557,7 @@ class ShardedDriver(Driver):
         # the workers load their kernels from the same on-disk cache as this process
         announce_compile(parse_lines, *ws.learning_kernels())
         options = shard_options(o)
-        contexts, writers = self._open_writers()
+        contexts, writers = self.open_writers()
         outputs = tuple(which for _, which in writers)
         bar = LiveBar(f"{n_shards} shards", o.passes, unit="passes") \
             if use_live_bar(ws.quiet) else None
@@ -589,7 +580,7 @@ class ShardedDriver(Driver):
                         for line in result["log"].splitlines():
                             if line not in said:
                                 said.add(line)
-                                ws._log(line)
+                                ws.log(line)
                         ws.skipped += result["skipped"]
                     account_result(self.progress, executor, shard, result, learn_args)
                     for (handle, _), text in zip(writers, result["predictions"]):
@@ -605,11 +596,11 @@ class ShardedDriver(Driver):
                     self.err.write(pass_timings(pass_index, ran, time.perf_counter() - clock,
                                                 results))
                 passes_used += 1
-                if self._end_pass(pass_index):
+                if self.end_pass(pass_index):
                     early_stopped = True
                     break
         except BaseException:
-            self._close_writers(contexts, failed=True)
+            self.close_writers(contexts, failed=True)
             raise
         finally:
             if bar is not None:
@@ -618,28 +609,6 @@ class ShardedDriver(Driver):
             if cache_path is not None:
                 with contextlib.suppress(Exception):  # a lost worker has nothing left to close
                     executor.map(release_shard, handles, [()] * len(handles))
-        self._close_writers(contexts, failed=False)
-        self._finish(passes_used, early_stopped)
+        self.close_writers(contexts, failed=False)
+        self.finish(passes_used, early_stopped)
         return 0
-
-
-def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 1,
-                  shards: int | None = None, averaging: str = "adaptive", report=None):
-    """Train ``argv``'s learner on ``lines`` split into shards; returns the final Workspace.
-
-    ``report(pass number, workspace)`` is called after each pass's averaging.
-    """
-    from ..workspace import Workspace
-    if averaging not in AVERAGING:
-        raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}")
-    workspace = Workspace(list(argv) + ["--quiet"])
-    options = shard_options(workspace.options)
-    handles = [executor.put(shard)
-               for shard in line_shards(lines, max(1, shards or executor.workers))]
-    for pass_index in range(passes):
-        results = run_pass(executor, handles, workspace, options, pass_index)
-        combine(workspace, results, averaging)
-        workspace.params[P_ETA] *= workspace.options.decay_learning_rate
-        if report is not None:
-            report(pass_index + 1, workspace)
-    return workspace

@@ -6,6 +6,7 @@ import os
 import stat
 import sys
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
@@ -317,3 +318,21 @@ class LineChunks:
         if self.damaged is None:
             raise ValueError(message)
         self.damaged(message)
+
+
+def prefetch(iterator: Iterator, enabled: bool = True) -> Iterator:
+    """Produce the next item in a background thread while the caller works on this one.
+
+    The parser and learner kernels release the GIL, so parsing overlaps learning on two cores.
+    """
+    if not enabled:
+        yield from iterator
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(next, iterator, None)
+        while True:
+            item = future.result()
+            if item is None:
+                return
+            future = pool.submit(next, iterator, None)
+            yield item

@@ -665,3 +665,10 @@ def describe_error(batch: ParsedBatch, row: int) -> str:
         text = text[:80] + "..."
     what = ERROR_MESSAGES.get(code, "malformed example").format(text=text)
     return f"{batch.source}:{batch.first_line + row}: {what} (line: {batch.line_text(row)!r})"
+
+
+def format_prediction(value: float) -> str:
+    """VW's prediction text: an integral value without decimals, else six decimals."""
+    if math.isfinite(value) and value == math.floor(value):
+        return f"{value:.0f}"
+    return f"{value:.6f}"

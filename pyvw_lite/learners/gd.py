@@ -108,7 +108,7 @@ IGNORED, LINEAR_IGNORED = 1, 2
 
 
 @kernel
-def _namespace_range(seg, s0, s1, byte, ignore):
+def namespace_range(seg, s0, s1, byte, ignore):
     """Feature range of namespace letter ``byte`` in one example (segments are grouped)."""
     if ignore[byte] == IGNORED:
         return 0, 0
@@ -373,8 +373,8 @@ def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, 
         tuples, widths, n_tuples = interactions, inter_width, interactions.shape[0]
     for q in range(n_tuples):
         width = widths[q]
-        a0, a1 = _namespace_range(seg, s0, s1, tuples[q, 0], ignore)
-        b0, b1 = _namespace_range(seg, s0, s1, tuples[q, 1], ignore)
+        a0, a1 = namespace_range(seg, s0, s1, tuples[q, 0], ignore)
+        b0, b1 = namespace_range(seg, s0, s1, tuples[q, 1], ignore)
         same_ab = tuples[q, 0] == tuples[q, 1]
         if width == 2:
             for i in range(a0, a1):
@@ -389,7 +389,7 @@ def _gather_interactions(row, ex_int, seg, feat_hash, feat_value, mask, ignore, 
                             origins[n, 2] = -2
                     n += 1
         else:
-            c0, c1 = _namespace_range(seg, s0, s1, tuples[q, 2], ignore)
+            c0, c1 = namespace_range(seg, s0, s1, tuples[q, 2], ignore)
             same_bc = tuples[q, 1] == tuples[q, 2]
             for i in range(a0, a1):
                 hi = (feat_hash[i] & mask) * FNV_PRIME
@@ -428,7 +428,7 @@ def _rate(g, norm, adaptive, normalized, power_t):
 
 
 @kernel(inline="always")
-def _decay(value, power_t):
+def power_decay(value, power_t):
     """``value^-power_t`` with the square-root shortcut for the default ``power_t = 0.5``."""
     if power_t == 0.5:
         return 1.0 / math.sqrt(value)
@@ -528,8 +528,8 @@ def sync_weights(weights, params):
 
 
 @kernel(inline="always")
-def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask, model,
-                state, params, pred, label, importance, gradient2, aux):
+def learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask, model,
+               state, params, pred, label, importance, gradient2, aux):
     """One importance-aware GD step (VW gd.cc ``update``) on a binary example.
 
     The example's features are ``x`` at sub-model ``offset_a`` and, when ``two_sided``, ``-x`` at
@@ -582,20 +582,20 @@ def _learn_flat(weights, slots, values, first, last, offset_a, offset_b, two_sid
             state[s_index] += importance * norm_x
             state[s_index + 1] += importance
             if adaptive:
-                multiplier = _decay(state[s_index] / state[s_index + 1], 1.0 - power_t)
+                multiplier = power_decay(state[s_index] / state[s_index + 1], 1.0 - power_t)
             else:
                 multiplier = state[s_index + 1] / state[s_index]
             per_update *= multiplier
         scale = params[P_ETA] * importance
         if not adaptive:
-            scale *= _decay(state[T_SUM], power_t)
+            scale *= power_decay(state[T_SUM], power_t)
     else:
         per_update = 0.0
         for k in range(first, last):
             x2 = values[k] * values[k]
             per_update += x2 if x2 >= X2_MIN else X2_MIN
         per_update *= sides
-        scale = params[P_ETA] * importance * _decay(state[T_SUM], power_t)
+        scale = params[P_ETA] * importance * power_decay(state[T_SUM], power_t)
     if params[P_INVARIANT] != 0.0:
         update = importance_aware_update(loss, pred, label, scale, per_update, aux,
                                          params[P_TAU])
@@ -627,7 +627,7 @@ def sensitivity(weights, slots, values, first, last, state, params, gradient2):
 @kernel
 def match_sensitivity(weights, slots, values, first, last, offset_a, offset_b, two_sided, mask,
                       model, state, params, gradient2):
-    """:func:`sensitivity` of the example as :func:`_learn_flat` would learn it: ``x`` at
+    """:func:`sensitivity` of the example as :func:`learn_flat` would learn it: ``x`` at
     sub-model ``offset_a`` and, when ``two_sided`` (a scoring-filter-tree match), ``-x`` at
     ``offset_b``, with normalizer sums ``model``."""
     adaptive = params[P_ADAPTIVE] != 0.0
@@ -638,7 +638,7 @@ def match_sensitivity(weights, slots, values, first, last, offset_a, offset_b, t
         X = 0.0
         for k in range(first, last):
             X += max(values[k] * values[k], X2_MIN)
-        return params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t), sides * X
+        return params[P_ETA] * power_decay(state[T_SUM] + 1.0, power_t), sides * X
     norm_x = 0.0
     per_update = 0.0
     for side in range(sides):
@@ -654,8 +654,8 @@ def match_sensitivity(weights, slots, values, first, last, offset_a, offset_b, t
     if normalized:
         s_sum = state[NORM_BASE + 2 * model] + norm_x
         t_sum = state[NORM_BASE + 2 * model + 1] + 1.0
-        per_update *= _decay(s_sum / t_sum, 1.0 - power_t) if adaptive else t_sum / s_sum
-    eta = params[P_ETA] if adaptive else params[P_ETA] * _decay(state[T_SUM] + 1.0, power_t)
+        per_update *= power_decay(s_sum / t_sum, 1.0 - power_t) if adaptive else t_sum / s_sum
+    eta = params[P_ETA] if adaptive else params[P_ETA] * power_decay(state[T_SUM] + 1.0, power_t)
     return eta, per_update
 
 
@@ -756,8 +756,8 @@ def _learn_example(weights, slots, values, first, last, state, params, mask, los
                    importance, value, gradient2, aux):
     state[T_SUM] += importance
     if loss_is_positive(loss, pred, label, value):
-        _learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state, params,
-                    pred, label, importance, gradient2, aux)
+        learn_flat(weights, slots, values, first, last, 0, 0, False, mask, 0, state, params,
+                   pred, label, importance, gradient2, aux)
 
 
 @kernel

@@ -36,7 +36,7 @@ from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, MAX_L
                            P_DYAD_POWER_T, P_DYAD_ROW_L2,
                            P_DYAD_SEED, P_ETA, P_FIXED_RANGE, P_L2, P_LATENT_RATE, P_LOSS,
                            P_NORMALIZED, P_ODE_SOLVER, P_TAU, P_TRAINING, T_SUM, W, X2_MAX,
-                           _decay, _namespace_range, predict_flat, prefetch_example,
+                           namespace_range, power_decay, predict_flat, prefetch_example,
                            widen_range)
 from ..learners.losses import HINGE, QUANTILE, loss_terms
 from ..options import DYAD_SEED, OptionError, Options
@@ -48,7 +48,7 @@ MAX_RANK = 1024  # each latent coordinate is a column of the 2^b-row weight tabl
 def latent_eta(params, t):
     """The flow's (latent) rate at schedule time ``t``: ``-l`` times ``--dyad_rate``, decayed
     by ``--dyad_power_t``."""
-    return params[P_ETA] * params[P_LATENT_RATE] * _decay(t, params[P_DYAD_POWER_T])
+    return params[P_ETA] * params[P_LATENT_RATE] * power_decay(t, params[P_DYAD_POWER_T])
 
 
 # --dyad_l2's default under the quantile loss.  The penalty's step is the same whatever the
@@ -229,8 +229,8 @@ def namespace_ranges(ex_int, seg, row, pairs, ignore, ranges):
     s0 = ex_int[row, SEG_START]
     s1 = ex_int[row, SEG_END]
     for m in range(pairs.shape[0]):
-        ranges[m, 0], ranges[m, 1] = _namespace_range(seg, s0, s1, pairs[m, 0], ignore)
-        ranges[m, 2], ranges[m, 3] = _namespace_range(seg, s0, s1, pairs[m, 1], ignore)
+        ranges[m, 0], ranges[m, 1] = namespace_range(seg, s0, s1, pairs[m, 0], ignore)
+        ranges[m, 2], ranges[m, 3] = namespace_range(seg, s0, s1, pairs[m, 1], ignore)
 
 
 @kernel(inline="always")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..jit import kernel
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS,
-                           P_TAU, P_TRAINING, _learn_flat, predict_flat, prefetch_example,
+                           P_TAU, P_TRAINING, learn_flat, predict_flat, prefetch_example,
                            widen_range)
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import OptionError, Options
@@ -57,8 +57,8 @@ def ect_examples(starts, slots, values, classes, importances, initials, holdout,
             pred = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
             value, gradient2, aux = loss_terms(loss, pred, label, params[P_TAU])
             if loss_is_positive(loss, pred, label, value):
-                _learn_flat(weights, slots, values, first, last, offset, 0, False, mask, problem,
-                            state, params, pred, label, importance, gradient2, aux)
+                learn_flat(weights, slots, values, first, last, offset, 0, False, mask, problem,
+                           state, params, pred, label, importance, gradient2, aux)
             raw = predict_flat(weights, slots, values, first, last, offset, mask, initials[e])
             after = min(max(raw, state[MIN_LABEL]), state[MAX_LABEL])
             if (after > 0.0) != (label > 0.0):

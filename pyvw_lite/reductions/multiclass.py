@@ -18,6 +18,7 @@ from ..jit import kernel
 from ..learners.gd import (P_CLASS_STRIDE, P_FIXED_RANGE, P_LOSS, P_ODE_SOLVER, P_TRAINING,
                            T_SUM, class_scores, prefetch_example)
 from ..options import OptionError, Options
+from .tree import bracket
 
 UNLABELLED = -1
 INVALID = -2
@@ -214,7 +215,6 @@ class TreeReduction(MulticlassReduction):
     """A reduction over the tournament bracket: one binary sub-model per internal node."""
 
     def __init__(self, options: Options, classes: int, flag: str = ""):
-        from .tree import bracket
         super().__init__(options, classes, flag)
         self.tree = bracket(classes)
 

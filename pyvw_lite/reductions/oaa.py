@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ..learners.gd import MAX_LABEL, MIN_LABEL, P_TAU, T_SUM, _learn_flat, widen_range
+from ..learners.gd import MAX_LABEL, MIN_LABEL, P_TAU, T_SUM, learn_flat, widen_range
 from ..learners.losses import loss_is_positive, loss_terms
 from ..options import Options
 from .dyad import (classes_share_rows, flow_update, latent_eta, normalizer,
@@ -41,8 +41,8 @@ def oaa_examples(starts, slots, values, classes, importances, initials, holdout,
                 label = 1.0 if c == truth else -1.0
                 value, gradient2, aux = loss_terms(loss, scores[c], label, params[P_TAU])
                 if loss_is_positive(loss, scores[c], label, value):
-                    _learn_flat(weights, slots, values, first, last, offsets[c], 0, False, mask,
-                                c, state, params, scores[c], label, importance, gradient2, aux)
+                    learn_flat(weights, slots, values, first, last, offsets[c], 0, False, mask,
+                               c, state, params, scores[c], label, importance, gradient2, aux)
 
 
 @kernel(_nrt=False, error_model="numpy")

@@ -21,7 +21,7 @@ import numpy as np
 from ..jit import kernel
 from ..learners.dyadic import (REQUEST, SIMULATION, hmin_linear, query, request,
                                 returned_label)
-from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, P_TAU, T_SUM, _learn_flat, match_sensitivity,
+from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, P_TAU, T_SUM, learn_flat, match_sensitivity,
                            predict_flat, widen_range)
 from ..learners.losses import HINGE, loss_is_positive, loss_terms
 from ..options import Options
@@ -78,8 +78,8 @@ def sft_examples(starts, slots, values, classes, importances, initials, holdout,
             p0 = min(max(scores[c1] - scores[c2], state[MIN_LABEL]), state[MAX_LABEL])
             value, gradient2, aux = loss_terms(loss, p0, label, params[P_TAU])
             if loss_is_positive(loss, p0, label, value):
-                _learn_flat(weights, slots, values, first, last, offsets[c1], offsets[c2], True,
-                            mask, n, state, params, p0, label, importance, gradient2, aux)
+                learn_flat(weights, slots, values, first, last, offsets[c1], offsets[c2], True,
+                           mask, n, state, params, p0, label, importance, gradient2, aux)
                 scores[c1] = predict_flat(weights, slots, values, first, last, offsets[c1], mask,
                                           initials[e])
                 scores[c2] = predict_flat(weights, slots, values, first, last, offsets[c2], mask,

@@ -12,6 +12,9 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from ..io.atomic import atomic_write
+from ..io.plotting import plain_text
+
 
 @dataclass
 class Curve:
@@ -74,9 +77,6 @@ def plot_progress(curves: list[Curve], path: str, since: bool = False,
         raise ValueError("plotting needs matplotlib: pip install 'pyvw-lite[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..io.atomic import atomic_write
-    from ..io.plotting import plain_text
     figure, axes = plt.subplots(figsize=(7, 4.2))
     for index, curve in enumerate(curves):
         colour = f"C{index % 10}"

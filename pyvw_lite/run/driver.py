@@ -11,17 +11,22 @@ from typing import Iterator
 
 import numpy as np
 
-from .io import cache as cache_io
-from .io.atomic import atomic_write, check_paths, same_stream
-from .io.progress import LiveBar, ProgressTable, use_live_bar
-from .io.source import LineChunks, gzip_damage, is_regular_file
-from .io.vw_text import LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, parse_lines
-from .jit import announce_compile
-from .learners import gd
-from .learners.losses import loss_value
-from .options import OptionError
-from .reductions.multiclass import class_buffers
-from .workspace import ParseError, Workspace, _prefetch, format_prediction
+from ..io import cache as cache_io
+from ..io.atomic import atomic_write, same_stream
+from ..io.progress import LiveBar, ProgressTable, use_live_bar
+from ..io.source import LineChunks, gzip_damage, prefetch
+from ..io.vw_text import (LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, format_prediction,
+                          parse_lines)
+from ..jit import announce_compile
+from ..learner import audit, persist
+from ..learner.checks import ParseError
+from ..learner.compile import start_learning_compile
+from ..learner.core import Learner
+from ..learners import gd
+from ..learners.losses import loss_value
+from ..options import OptionError
+from ..reductions.multiclass import class_buffers
+from .plan import RunPlan
 
 
 def table_labels(reduction, truth, shown, pred, confidence):
@@ -56,164 +61,26 @@ UPDATE_FLAG_NOTE = ("[info] --adaptive/--normalized/--invariant under --dyad: it
                     "take VW's adaptive normalized rates and every step is exact already")
 
 
-# Options that decide which labels are valid, and so which lines a cache skipped.
-LABEL_OPTIONS = ("oaa", "ect", "ft", "sft", "named_labels", "indexing", "binary")
+class Driver(RunPlan):
+    """One VW-style job over a learner (``ws``, a :class:`Learner`): passes over text or cache,
+    holdout, the progress table, -p/-r, the model files and the summary."""
 
-class Driver:
     shared_stream = False  # -p and -r write to one descriptor: lines interleave as in VW
 
-    def __init__(self, workspace: Workspace):
+    def __init__(self, workspace: Learner):
         self.ws = workspace
         self.o = workspace.options
         self.err = None if workspace.quiet else workspace.stderr
         self.progress = ProgressTable(self.err, self.o.progress,
-                                      holdout_off=not self._holdout_on(), log=workspace._log)
+                                      holdout_off=not self._holdout_on(), log=workspace.log)
         self.names: dict[int, set[str]] = {}
         self.no_input = False  # --no_stdin with no data file
         self.helper = None  # a process compiling the learning kernels beside a cold start
 
-    # ------------------------------------------------------------------ set-up
-    def _holdout_on(self) -> bool:
-        o = self.o
-        return not o.holdout_off and (o.passes > 1 or "holdout_after" in o.given)
-
-    def _cache_plan(self) -> tuple[str | None, "cache_io.CacheReader | None"]:
-        """(cache path, an open reader when the cache is current) following VW's -c /
-        --cache_file / -k rules.  With no data file (standard input) a current cache is read
-        whatever data made it, as VW does (``--cache_file c --passes 2`` alone)."""
-        o = self.o
-        path = self._cache_path()
-        if o.passes > 1 and path is None:
-            raise OptionError("need a cache file for multiple passes : try using --cache or "
-                              "--cache_file <name>")
-        if path is None or not os.path.exists(path):
-            return path, None
-        cache_io.refuse_foreign(path)
-        if o.kill_cache:
-            return path, None
-        settings, reader = cache_io.open_cache(path)
-        wanted = self._cache_settings()
-        if settings is not None and o.data in (None, "-"):
-            settings = {**settings, "source": wanted["source"]}
-        if reader is None or settings != wanted:
-            if reader is not None:
-                reader.close()
-            if settings is None:
-                why = "is damaged or was made by another pyvw-lite version"
-            elif settings.get("format") != cache_io.FORMAT:
-                why = "was made by another pyvw-lite version"
-            else:
-                why = "was made from other data or options"
-            self.ws._log(f"[info] {path} {why}; rebuilding it")
-            return path, None
-        return path, reader
-
-    def _cache_path(self) -> str | None:
-        """``--cache_file``, or with ``-c`` the data file's name plus ``.cache``."""
-        o = self.o
-        if o.cache_file is None and o.cache:
-            if o.data in (None, "-"):
-                raise OptionError("option '--cache': reading standard input needs "
-                                  "--cache_file FILE")
-            if os.path.exists(o.data) and not is_regular_file(o.data):
-                raise OptionError(f"option '--cache': {o.data} is a pipe or device, so the cache "
-                                  "cannot go next to it; name one with --cache_file FILE")
-            return o.data + ".cache"
-        return o.cache_file
-
-    def _damaged_input(self, message: str) -> None:
-        """A damaged .gz data file: its readable lines are learned, the rest is reported (or
-        fatal under --strict_parse)."""
-        if self.o.strict_parse:
-            raise ParseError(message)
-        self.ws._log(f"[warning] {message}")
-
-    def _check_paths(self, caches: list[str] | None = None) -> None:
-        """Every output can be written, and none is the data file or another output (a cache
-        counts as an output: it is written whenever it is not current).  ``caches``: the cache
-        files the run writes, when not the one cache (the shards' own under --executor)."""
-        o = self.o
-        if caches is None:
-            caches = [o.cache_file if o.data in (None, "-") else self._cache_path()]
-        per_pass = [("--save_per_pass", f"{o.final_regressor}.{k + 1}")
-                    for k in range(o.passes)] if o.save_per_pass and o.final_regressor else []
-        check_paths([("-d", o.data or "-"), ("-i", o.initial_regressor)],
-                    [("-f", o.final_regressor), ("-p", o.predictions),
-                     ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
-                     ("--invert_hash", o.invert_hash)]
-                    + [("--cache_file", cache) for cache in caches] + per_pass,
-                    reusable=("--cache_file",),
-                    may_replace=(("-f", "-i"), ("--save_per_pass", "-i")))
-
-    def _cache_settings(self) -> dict:
-        """What a cache must have been written under to stand for the data now: the source,
-        the hashing, and everything that decides which lines were skipped (the label options,
-        --strict_parse), so that a cache never holds other examples than the text would give."""
-        ws = self.ws
-        return {"format": cache_io.FORMAT, "examples": self.o.examples,
-                "hash_seed": self.o.hash_seed,
-                "hash_all": ws.hash_all, "loss": ws.loss_name,
-                "labels": [getattr(self.o, name) for name in LABEL_OPTIONS],
-                "strict_parse": bool(self.o.strict_parse),
-                "source": cache_io.source_signature(self.o.data)}
-
-    def _announce_interactions(self) -> None:
-        """VW's lines about -q/--cubic/--interactions and namespace filters (stderr), then its
-        notes on duplicates and reordered terms (stdout), in VW's order."""
-        ws = self.ws
-        if self.err is not None and ws.interactions.messages:
-            self.err.write("\n".join(ws.interactions.messages) + "\n")
-            self.err.flush()
-        for line in ws.interactions.warnings:
-            ws._log(line)
-        if ws.interactions.warnings and not ws.quiet:
-            ws.stdout.flush()
-
-    def _preamble(self, cache_path: str | None, read_cache: bool) -> list[str]:
-        o, ws = self.o, self.ws
-        lines = []
-        if o.testonly:
-            lines.append("only testing")
-        lines += [f"using {name} regularization = {value:g}"
-                  for name, value in (("l1", o.l1), ("l2", o.l2)) if value > 0.0]
-        if ws.reduction is not None and ws.reduction.names is not None:
-            lines.append(f"parsed {len(ws.reduction.names)} named labels")
-        if o.final_regressor:
-            lines.append(f"final_regressor = {o.final_regressor}")
-        if o.predictions:
-            lines.append(f"predictions = {o.predictions}")
-        if o.raw_predictions:
-            lines.append(f"raw predictions = {o.raw_predictions}")
-        if read_cache:
-            lines += [f"using cache_file = {cache_path}",
-                      "ignoring text input in favor of cache input"]
-        else:
-            lines.append(f"creating cache_file = {cache_path}" if cache_path else "using no cache")
-            shown = "" if o.data in (None, "-") or self.no_input else o.data
-            lines.append(f"Reading datafile = {shown}")
-        top = ["count_label"]
-        if ws.reduction is not None:  # VW names the scoring variants oaa-prob and oaa-scores
-            suffix = "-prob" if o.probabilities else "-scores" if o.scores else ""
-            top = [ws.reduction.name + suffix]
-        learners = ["gd"] + (["dyad"] if ws.dyadic is not None else []) \
-            + ([("active-simulation" if o.simulation else "active")] if ws.active is not None
-               else []) \
-            + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \
-            + [ws.scorer.name] + (["binary"] if ws.binary is not None else []) + top
-        lines += ["num sources = 1", f"Num weight bits = {ws.bits}", f"learning rate = {ws.eta:g}",
-                  f"initial_t = {ws.initial_t_shown:g}", f"power_t = {o.power_t:g}"]
-        if o.passes > 1:
-            lines.append(f"decay_learning_rate = {o.decay_learning_rate:g}")
-        kind = "MULTICLASS" if ws.reduction is not None else None
-        shown = "SCALARS" if kind and (o.scores or o.probabilities) else kind or "SCALAR"
-        lines += ["Enabled learners: " + ", ".join(learners),
-                  f"Input label = {kind or 'SIMPLE'}", f"Output pred = {shown}"]
-        return lines
-
     # ------------------------------------------------------------------ batches
     def _text_batches(self, source: LineChunks, record_spans: bool) -> Iterator[ParsedBatch]:
         for buf, starts, ends, first_line in source:
-            yield self.ws._parse_chunk(buf, starts, ends, first_line, source.name, record_spans)
+            yield self.ws.parse_chunk(buf, starts, ends, first_line, source.name, record_spans)
 
     def _holdout_flags(self, count: int) -> np.ndarray:
         position = self.pass_position + np.arange(1, count + 1)
@@ -229,17 +96,17 @@ class Driver:
         -p/-r lines follow its audit block, as VW writes them (one stream with -p /dev/stdout)."""
         ws = self.ws
         if rows.size == 0:
-            return ws._run_kernel(batch, rows, holdout, ws.training)
+            return ws.run_kernel(batch, rows, holdout, ws.training)
         outputs = None  # shaped like the kernel's results (class scores are rows)
         requests = []
         for k, row in enumerate(rows):
             one = rows[k:k + 1]
             if self.o.audit:
-                ws.stdout.write(ws.audit_text(batch, int(row)))
+                ws.stdout.write(audit.audit_text(ws, batch, int(row)))
             if self.o.invert_hash:
-                for name, slot, _ in ws.feature_names(batch, int(row)):
+                for name, slot, _ in audit.feature_names(ws, batch, int(row)):
                     self.names.setdefault(slot, set()).add(name)
-            result = ws._run_kernel(batch, one, holdout[k:k + 1], ws.training)
+            result = ws.run_kernel(batch, one, holdout[k:k + 1], ws.training)
             if self.o.audit and writers:
                 ws.stdout.flush()
                 self._write_outputs(batch, one, result[0], result[1], writers)
@@ -261,7 +128,7 @@ class Driver:
         names = [str(c + first) for c in range(scores.shape[1])]
         lines = []
         for row, values in zip(rows.tolist(), scores.tolist()):
-            tag = self.ws._tag(batch, row)
+            tag = audit.example_tag(batch, row)
             lines.append("".join(f" {name}:{v:g}" for name, v in zip(names, values))
                          + (f" {tag}" if tag else "") + "\n")
         return "".join(lines)
@@ -296,47 +163,47 @@ class Driver:
 
     # ------------------------------------------------------------------ run
     def run(self) -> int:
+        """Run the job the options describe; 0 when it succeeded."""
         o, ws = self.o, self.ws
         if o.invert_hash and (o.cache or o.cache_file):
             raise OptionError("--invert_hash needs a single pass over text input (no cache)")
         if o.save_resume:
-            ws._log("[info] --save_resume is deprecated: models always keep their learning state")
+            ws.log("[info] --save_resume is deprecated: models always keep their learning state")
         for flag in ("onethread", "preserve_performance_counters", "sort_features"):
             if getattr(o, flag):
-                ws._log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
+                ws.log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
         if o.lrqdropout and (not o.dyad or ws.reduction is not None):
-            ws._log("[info] --lrqdropout drops latent coordinates of binary and regression "
-                    "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
-                                                       if o.dyad else "no effect without --lrq"))
+            ws.log("[info] --lrqdropout drops latent coordinates of binary and regression "
+                   "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
+                                                     if o.dyad else "no effect without --lrq"))
         if o.dyad and (o.adaptive or o.normalized or o.invariant):
-            ws._log(UPDATE_FLAG_NOTE)
+            ws.log(UPDATE_FLAG_NOTE)
         self.no_input = o.no_stdin and o.data is None
         if self.no_input:
             o.data = os.devnull  # VW's --no_stdin: no data file, no examples
-        self._check_paths()
-        cache_path, cache_reader = self._cache_plan()
+        self.check_outputs()
+        cache_path, cache_reader = self.cache_plan()
         read_cache = cache_reader is not None
         text_source = None
         if not read_cache:
-            text_source = LineChunks(o.data, damaged=self._damaged_input)
+            text_source = LineChunks(o.data, damaged=self.damaged_input)
             if o.strict_parse and o.data not in (None, "-"):
                 damage = gzip_damage(o.data)  # nothing is learned from a damaged file
                 if damage is not None:
                     raise ParseError(f"{o.data}: {damage}; nothing was learned "
                                      "(--strict_parse checks a .gz whole before learning)")
-        self._announce_interactions()
+        self.announce_interactions()
         if self.err is not None:
-            self.err.write("\n".join(self._preamble(cache_path, read_cache)) + "\n")
+            self.err.write("\n".join(self.preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
         announce_compile(parse_lines, *ws.learning_kernels())
-        from .cli.prebuild import start_learning_compile
         self.helper = start_learning_compile(ws)
         bar = None
         if use_live_bar(ws.quiet):
             total = cache_reader.total_bytes if read_cache else text_source.total_bytes
             bar = LiveBar("pass 1", total)
             self.progress.bar = bar
-        contexts, writers = self._open_writers()
+        contexts, writers = self.open_writers()
         cache_writer = None
         passes_used = 0
         early_stopped = False
@@ -346,14 +213,14 @@ class Driver:
                 self.pass_position = 0
                 from_cache = read_cache or pass_index > 0
                 if from_cache:
-                    batches = _prefetch(iter(cache_reader))
+                    batches = prefetch(iter(cache_reader))
                     tracker = cache_reader
                 else:
                     if pass_index > 0:
-                        text_source = LineChunks(o.data, damaged=self._damaged_input)
+                        text_source = LineChunks(o.data, damaged=self.damaged_input)
                     if cache_path:
-                        cache_writer = cache_io.CacheWriter(cache_path, self._cache_settings())
-                    batches = _prefetch(self._text_batches(text_source, bool(o.audit or o.invert_hash)))
+                        cache_writer = cache_io.CacheWriter(cache_path, self.cache_settings())
+                    batches = prefetch(self._text_batches(text_source, bool(o.audit or o.invert_hash)))
                     tracker = text_source
                 if bar is not None:
                     bar.update(0, f"pass {pass_index + 1}")
@@ -361,20 +228,20 @@ class Driver:
                 for batch in batches:
                     if left <= 0:
                         break
-                    rows = ws.prepare_cached(batch) if from_cache else ws._valid_rows(batch)
+                    rows = ws.prepare_cached(batch) if from_cache else ws.valid_rows(batch)
                     rows = rows[:left] if rows.size > left else rows
                     left -= rows.size
                     if cache_writer is not None:
                         cache_writer.write(batch, rows, keep_label_text=ws.reduction is not None
                                            and not ws.reduction.parse_label_number)
-                    self._process_batch(batch, rows, writers)
+                    self.process_batch(batch, rows, writers)
                     if bar is not None:
                         bar.update(tracker.bytes_read)
                 if cache_writer is not None:
                     cache_reader = cache_writer.close()  # later passes read this very file
                     cache_writer = None
                 passes_used += 1
-                if self._end_pass(pass_index):
+                if self.end_pass(pass_index):
                     early_stopped = True
                     break
         except BaseException:
@@ -382,19 +249,19 @@ class Driver:
                 cache_writer.abort()
             if cache_reader is not None:
                 cache_reader.close()
-            self._close_writers(contexts, failed=True)
+            self.close_writers(contexts, failed=True)
             if bar is not None:
                 bar.stop()
             raise
         if cache_reader is not None:
             cache_reader.close()
-        self._close_writers(contexts, failed=False)
+        self.close_writers(contexts, failed=False)
         if bar is not None:
             bar.stop()
-        self._finish(passes_used, early_stopped)
+        self.finish(passes_used, early_stopped)
         return 0
 
-    def _open_writers(self):
+    def open_writers(self):
         """Atomic writers of -p (0) and -r (1): (contexts, [(handle, which)])."""
         o = self.o
         specs = [(path, which) for path, which in ((o.predictions, 0), (o.raw_predictions, 1))
@@ -404,7 +271,7 @@ class Driver:
         return contexts, [(context.__enter__(), which) for context, (_, which) in zip(contexts, specs)]
 
     @staticmethod
-    def _close_writers(contexts, failed: bool) -> None:
+    def close_writers(contexts, failed: bool) -> None:
         """Publish the prediction files, or discard them when the run failed."""
         for context in contexts:
             if failed:
@@ -412,7 +279,7 @@ class Driver:
             else:
                 context.__exit__(None, None, None)
 
-    def _end_pass(self, pass_index: int) -> bool:
+    def end_pass(self, pass_index: int) -> bool:
         """Close a pass (holdout bookkeeping, best-model save, learning-rate decay); True when
         the holdout loss stopped improving (VW's early termination)."""
         o, ws = self.o, self.ws
@@ -420,12 +287,12 @@ class Driver:
         ws.repeat_pass()
         last = pass_index + 1 >= o.passes
         if o.save_per_pass:
-            ws.save(f"{o.final_regressor}.{pass_index + 1}")  # VW's names: 1-based passes
+            persist.save(ws, f"{o.final_regressor}.{pass_index + 1}")  # VW's names: 1-based passes
         if not self.progress.holdout_off:
             if improved:
                 self.no_win = 0
                 if o.final_regressor and not last:
-                    ws.save(o.final_regressor)
+                    persist.save(ws, o.final_regressor)
             else:
                 self.no_win += 1
             if self.no_win >= o.early_terminate and not last:  # as VW: 0 stops after one pass
@@ -433,7 +300,8 @@ class Driver:
         ws.params[gd.P_ETA] *= o.decay_learning_rate
         return False
 
-    def _process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
+    def process_batch(self, batch: ParsedBatch, rows: np.ndarray, writers) -> None:
+        """Learn (or predict) ``rows`` of a batch: account them on the table, write -p/-r."""
         ws = self.ws
         if self.helper is not None:  # the learning kernels were compiled beside us: load them
             self.helper.join(timeout=600)
@@ -447,7 +315,7 @@ class Driver:
         if self.o.audit or self.o.invert_hash:
             pred, raw, loss, nfeat = self._process_one_by_one(batch, rows, holdout, writers)
         else:
-            pred, raw, loss, nfeat = ws._run_kernel(batch, rows, holdout, ws.training)
+            pred, raw, loss, nfeat = ws.run_kernel(batch, rows, holdout, ws.training)
         shown = np.full(rows.size, None, dtype=object)
         confidence = np.full(rows.size, np.nan)
         if multiclass is not None and self.o.probabilities and rows.size:
@@ -461,9 +329,9 @@ class Driver:
         else:
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
-        self._account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
-                      truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
-                      confidence=confidence)
+        self.account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
+                     truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
+                     confidence=confidence)
         if not self.o.audit:  # --audit wrote each example's lines after its audit block
             self._write_outputs(batch, rows, pred, raw, writers)
 
@@ -487,17 +355,19 @@ class Driver:
         for (handle, _), text in zip(writers, texts):
             handle.write(text)
 
-    def _account(self, **examples) -> None:
+    def account(self, **examples) -> None:
+        """Feed a batch's examples to the progress table (:func:`account_examples`)."""
         account_examples(self.progress, self.ws.reduction, **examples)
 
-    def _finish(self, passes_used: int, early_stopped: bool) -> None:
+    def finish(self, passes_used: int, early_stopped: bool) -> None:
+        """End the run: -f, --readable_model, --invert_hash, then VW's summary (stderr)."""
         o, ws = self.o, self.ws
         if ws.nan_predictions:
-            ws._log(f"[warning] {ws.nan_predictions} NaN predictions were forced to 0")
+            ws.log(f"[warning] {ws.nan_predictions} NaN predictions were forced to 0")
         if o.final_regressor and not early_stopped:
-            ws.save(o.final_regressor)
+            persist.save(ws, o.final_regressor)
         if o.readable_model:
-            ws.write_readable_model(o.readable_model)
+            persist.write_readable_model(ws, o.readable_model)
         if o.invert_hash:
             self._write_invert_hash(o.invert_hash)
         if self.err is not None:
@@ -523,16 +393,16 @@ class Driver:
     def _write_invert_hash_synced(self, path: str) -> None:
         ws = self.ws
         predict_only = self.o.predict_only_model
-        resume = None if predict_only else ws.resume_lines()
+        resume = None if predict_only else persist.resume_lines(ws)
         sets = 1 if ws.reduction is None else ws.reduction.slot_sets
         _, offsets = class_buffers(sets, ws.mask, ws.params)
         entries = []  # VW's order: by weight index, then name; a class's suffix is [class]
-        shown = ws.weights[:, [gd.W, *ws._latent_columns]]
+        shown = ws.weights[:, [gd.W, *ws.latent_columns]]
         for slot, names in self.names.items():
             for c, offset in enumerate(offsets.tolist()):
                 at = (slot + offset) & ws.mask
                 if shown[at].any():  # VW writes the weights that are not zero
                     entries += [(at, name + (f"[{c}]" if c else "")) for name in names]
-        body = "".join(ws._weight_text(f"{name}:{at}", at, predict_only)
+        body = "".join(persist.weight_text(ws, f"{name}:{at}", at, predict_only)
                        for at, name in sorted(entries))
-        ws._write_text_model(path, body, resume)
+        persist.write_text_model(ws, path, body, resume)
