@@ -88,7 +88,7 @@ class Driver:
                               "--cache_file <name>")
         if path is None or not os.path.exists(path):
             return path, None
-        cache_io.refuse_foreign(path)
+        cache_io.refuse_foreign(path, "--cache_file" if o.cache_file else "-c")
         if o.kill_cache:
             return path, None
         settings, reader = cache_io.open_cache(path)
@@ -109,7 +109,8 @@ class Driver:
         return path, reader
 
     def _cache_path(self) -> str | None:
-        """``--cache_file``, or with ``-c`` the data file's name plus ``.cache``."""
+        """``--cache_file``, or with ``-c`` the data file's name plus ``.pvwcache`` (VW's
+        ``.cache`` holds VW's own format)."""
         o = self.o
         if o.cache_file is None and o.cache:
             if o.data in (None, "-"):
@@ -118,7 +119,7 @@ class Driver:
             if os.path.exists(o.data) and not is_regular_file(o.data):
                 raise OptionError(f"option '--cache': {o.data} is a pipe or device, so the cache "
                                   "cannot go next to it; name one with --cache_file FILE")
-            return o.data + ".cache"
+            return o.data + cache_io.SUFFIX
         return o.cache_file
 
     def _damaged_input(self, message: str) -> None:

@@ -54,7 +54,7 @@ OPTIONS: tuple[Option, ...] = (
            "Input and output", short="p", metavar="FILE"),
     Option("raw_predictions", STR, None, "write raw (unclipped) scores to FILE",
            "Input and output", short="r", metavar="FILE"),
-    Option("cache", FLAG, False, "use a binary cache, <data>.cache by default (with "
+    Option("cache", FLAG, False, "use a binary cache, <data>.pvwcache by default (with "
            "--executor: one per shard, <cache>.shardKofN, streamed)", "Input and output",
            short="c"),
     Option("cache_file", STR, None, "binary cache file to create or read (with --executor: "

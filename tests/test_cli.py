@@ -733,3 +733,27 @@ def test_help_lists_choices_once_and_keeps_its_columns():
         if len(line) > 36 and line[36] != " ":
             continue  # a flag longer than the column, alone on its line
         assert line[36] == " " and line[37] != " " or lines[k + 1].startswith(" " * 37), line
+
+
+def test_the_default_cache_is_named_apart_from_vws_and_a_vw_cache_is_named_as_such(tmp_path,
+                                                                                   capsys):
+    # VW's -c writes DATA.cache in its own format: ours went there too, so each tool's cache
+    # broke the other's next run ("cache version too long" in VW)
+    vw = pytest.importorskip("vowpalwabbit")
+    data = tmp_path / "d.vw"
+    data.write_text("1 |f a\n-1 |f b\n" * 20)
+    assert main(["-d", str(data), "-c", "--passes", "2", "--quiet"]) == 0
+    assert (tmp_path / "d.vw.pvwcache").exists() and not (tmp_path / "d.vw.cache").exists()
+    model = vw.Workspace(f"-d {data} -c --passes 2 --quiet")  # VW's cache goes beside ours
+    model.finish()
+    assert (tmp_path / "d.vw.cache").read_bytes()[8:15] == vw.__version__.encode() + b"\0"
+    assert main(["-d", str(data), "-c", "-k", "--passes", "2", "--quiet"]) == 0
+    before = (tmp_path / "d.vw.cache").read_bytes()
+    assert main(["-d", str(data), "--cache_file", str(tmp_path / "d.vw.cache"), "-k"]) == 1
+    err = capsys.readouterr().err
+    assert f"--cache_file {tmp_path / 'd.vw.cache'} exists and is VW {vw.__version__}'s cache" in err
+    assert (tmp_path / "d.vw.cache").read_bytes() == before
+    (tmp_path / "other.vw").write_bytes(data.read_bytes())
+    (tmp_path / "other.vw.pvwcache").write_bytes(before)  # -c names it: the message says -c
+    assert main(["-d", str(tmp_path / "other.vw"), "-c", "--passes", "2", "--quiet"]) == 1
+    assert f"-c {tmp_path / 'other.vw.pvwcache'} exists and is VW" in capsys.readouterr().err
