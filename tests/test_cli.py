@@ -38,7 +38,11 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
     (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
     (["--lrqfa", "rt2"], "VW's option '--lrqfa' is not implemented by pyvw-lite: use --dyad"),
-    (["--bfgs"], "VW's option '--bfgs' is not implemented by pyvw-lite"),
+    (["--bfgs"], "VW's option '--bfgs' is not implemented by pyvw-lite: pyvw-lite learns "
+                 "online only"),
+    (["--ftrl"], "VW's option '--ftrl' is not implemented by pyvw-lite: its online learner is "
+                 "VW's default SGD"),
+    (["--coin"], "FTRL, PiSTOL and coin betting are not implemented"),
     (["--expectile_q", "0.3"], "VW's option '--expectile_q' is not implemented by pyvw-lite: "
                                "its losses are squared, logistic, hinge and quantile"),
     (["--l1", "1e-3", "--oaa", "3"], "--l1 and --l2 apply to the linear learner"),
@@ -54,6 +58,8 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["-b", "x"], "'x' is not a valid integer"),
     (["--loss_function", "logit"], "'logit' is not one of"),
     (["-d", "missing.vw"], "missing.vw"),
+    (["--rank", "3", "-q", "um"], "--rank needs --dyad LR; for the low-rank form of -q um: "
+                                  "--dyad um --rank 3"),
 ])
 def test_option_errors_name_the_option(args, needle, capsys):
     assert main(args) == 1
@@ -757,3 +763,11 @@ def test_the_default_cache_is_named_apart_from_vws_and_a_vw_cache_is_named_as_su
     (tmp_path / "other.vw.pvwcache").write_bytes(before)  # -c names it: the message says -c
     assert main(["-d", str(tmp_path / "other.vw"), "-c", "--passes", "2", "--quiet"]) == 1
     assert f"-c {tmp_path / 'other.vw.pvwcache'} exists and is VW" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["split", "crowd", "evaluate", "convert", "experiment"])
+def test_subcommand_help_shows_a_value_only_for_options_that_take_one(command):
+    done = cli([command, "--help"])
+    text = done.stdout.decode()
+    assert done.returncode == 0 and "--help" in text
+    assert "<bool>" not in text and "Show this message and exit." in text

@@ -755,7 +755,11 @@ def setup(options: Options) -> Dyadic | None:
                                    "dyad_power_t", "dyad_noise", "dyad_l2")
                  if name in options.given]
         if alone:
-            raise OptionError(f"--{alone[0]} needs --dyad LR")
+            pairs = [pair for pair in options.quadratic if len(pair) == 2 and ":" not in pair]
+            rank = f" --rank {options.rank}" if "rank" in options.given else ""
+            example = (f"; for the low-rank form of -q {pairs[0]}: --dyad {pairs[0]}{rank}"
+                       if pairs else f", e.g. --dyad ab{rank} for namespaces a and b")
+            raise OptionError(f"--{alone[0]} needs --dyad LR{example}")
         return None
     return Dyadic(options)
 
