@@ -653,14 +653,15 @@ class Workspace:
 
     def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
+        from .reductions.multiclass import FATAL, INVALID, UNLABELLED
+
         def log(row, text, outcome):
             where = f"{batch.source}:{batch.first_line + int(row)}"
-            if self.options.strict_parse:
+            if self.options.strict_parse or outcome == FATAL:
                 raise ParseError(f"{where}: {text} (line: {batch.line_text(int(row))!r})")
             if report:
                 self._log(f"[warning] {where}: {text}; {outcome}")
 
-        from .reductions.multiclass import INVALID, UNLABELLED
         classes = self.reduction.classes_of(batch, rows, log, self._log if report else
                                             (lambda text: None))
         batch.classes = np.full(batch.ex_int.shape[0], UNLABELLED, dtype=np.int64)
@@ -727,7 +728,9 @@ class Workspace:
         pred = np.empty(n)
         raw = np.empty(n)
         loss = np.empty(n)
-        nfeat = np.empty(n, dtype=np.int64)
+        # VW counts an --ignore_linear namespace's features too; the kernels add theirs
+        nfeat = interactions_mod.linear_ignored_counts(batch.ex_int, batch.seg, rows,
+                                                       self.ignore)
         self.params[gd.P_TRAINING] = training
         self.requests = []  # label requests of this batch (active learning without --simulation)
         announce_compile(*self.learning_kernels())
@@ -748,7 +751,7 @@ class Workspace:
         if self.dyadic is not None:
             for first, count, starts, slots, values, _ in self.expand(batch, rows):
                 part = slice(first, first + count)
-                nfeat[part] = np.diff(starts)
+                nfeat[part] += np.diff(starts)
                 self.ode_step_caps += self.dyadic.run(
                     self, batch, rows[part], starts, slots, values, labels[part],
                     importances[part], initials[part], labelled[part], holdout[part], pred[part],
@@ -760,7 +763,7 @@ class Workspace:
             return self.scorer.report(pred), raw, loss, nfeat
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
-            nfeat[part] = np.diff(starts)
+            nfeat[part] += np.diff(starts)
             self.nan_predictions += self._linear_loop()(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
@@ -809,7 +812,7 @@ class Workspace:
             if o.scores or o.probabilities or self._want_scores or self.raw_scores else None
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
-            nfeat[part] = np.diff(starts)
+            nfeat[part] += np.diff(starts)
             self.reduction.run(self, starts, slots, values, learned[part], importances[part],
                                initials[part], holdout[part], predicted[part],
                                None if scores is None else scores[part], batch=batch,

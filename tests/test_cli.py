@@ -771,3 +771,28 @@ def test_subcommand_help_shows_a_value_only_for_options_that_take_one(command):
     text = done.stdout.decode()
     assert done.returncode == 0 and "--help" in text
     assert "<bool>" not in text and "Show this message and exit." in text
+
+
+def test_ignore_linear_features_are_counted_as_vw_counts_them(tmp_path, capsys):
+    # VW 9.11.9 on these 18 lines, --ignore_linear r -q rt: current features 12, 4 and 6 (r's
+    # features counted though they learn no linear term), total feature number 132
+    data = tmp_path / "d.vw"
+    data.write_text("1 |r a b |t c d e\n-1 |r a |t c\n1 |r b |t d e\n" * 6)
+    assert main(["-d", str(data), "--ignore_linear", "r", "-q", "rt", "-P", "1"]) == 0
+    err = capsys.readouterr().err
+    rows = [line.split() for line in err.splitlines() if line[:1].isdigit()]
+    assert [int(row[-1]) for row in rows[:3]] == [12, 4, 6]
+    assert summary_value(err, "total feature number") == "132"
+    assert main(["-d", str(data), "--ignore", "r", "-q", "rt", "--quiet"]) == 0  # gone entirely
+
+
+def test_class_numbers_under_named_labels_are_refused_with_the_reason(tmp_path, capsys):
+    # VW turns each into "unknown" and reports an average loss near 0; the run is stopped instead
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{k % 5 + 1} |f x{k % 5}\n" for k in range(50)))
+    assert main(["-d", str(data), "--oaa", "5", "--named_labels", "a,b,c,d,e"]) == 1
+    err = capsys.readouterr().err
+    assert f"{data}:1: label '1' is a class number, not one of --named_labels a,b,c,d,e" in err
+    data.write_text("a |f x\nz |f y\nb |f x\n")  # a name that is not a class: warned, as VW
+    assert main(["-d", str(data), "--oaa", "5", "--named_labels", "a,b,c,d,e"]) == 0
+    assert "label 'z' is not one of --named_labels" in capsys.readouterr().out  # VW's stream
