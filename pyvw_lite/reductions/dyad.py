@@ -25,7 +25,7 @@ import numpy as np
 from ..io.hashing import murmur3_u32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel, prefetch_row
-from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
+from ..learners.dyadic import (NOT_QUERIED, REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, quantile_step, query, request,
                                returned_label, series_scratch, solve_flow)
 from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, MAX_LABEL,
@@ -685,8 +685,10 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                                  initials[e], loss, state, params, importance, a, b, work)
             probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
             if probability == 0.0:
+                requests[e] = NOT_QUERIED
                 continue
             importance /= probability
+            requests[e] = importance
         state[T_SUM] += importance
         eta = latent_eta(params, state[T_SUM])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
