@@ -198,11 +198,21 @@ def _earlier_dyad_defaults(stored: Options) -> dict:
     return {name: value for name, value in values.items() if name not in stored.given}
 
 
+def _one_line(examples, results: np.ndarray) -> bool:
+    """Whether a call was given one line (a string without a line break) and has its one
+    result: then predict and h_min answer with a number, as pyvw's predict does."""
+    return isinstance(examples, str) and "\n" not in examples.strip() and results.size == 1
+
+
 class Workspace:
     """A learner configured by VW options; see the module docstring."""
 
-    def __init__(self, args: str | Sequence[str] | None = None, *, stdout: TextIO | None = None,
-                 stderr: TextIO | None = None, **keywords):
+    def __init__(self, args: str | Sequence[str] | None = None, *, arg_str: str | None = None,
+                 stdout: TextIO | None = None, stderr: TextIO | None = None, **keywords):
+        if arg_str is not None:  # pyvw's name of the command line
+            if args is not None:
+                raise TypeError("give the command line once: args or arg_str")
+            args = arg_str
         options = options_from(args, **keywords)
         self.model: ModelData | None = None
         if options.initial_regressor:
@@ -218,6 +228,15 @@ class Workspace:
         self.quiet = bool(options.quiet)
         self.log_lines: list[str] = []
         self._configure()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        """As pyvw's: ``with Workspace(...) as ws`` calls :meth:`finish` at the end of the block
+        (not after an exception: a half-learned model is not saved over a good one)."""
+        if kind is None:
+            self.finish()
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -854,7 +873,7 @@ class Workspace:
         rows); the model is not changed.  One line (a string without a newline) gives one
         number (a class for a multiclass model), as pyvw's ``predict`` does."""
         predictions = self.predict_with_scores(examples)[0]
-        if isinstance(examples, str) and "\n" not in examples.strip() and predictions.size == 1:
+        if _one_line(examples, predictions):
             return int(predictions[0]) if self.reduction is not None else float(predictions[0])
         return predictions
 
@@ -877,12 +896,17 @@ class Workspace:
                 self.active.rng.bit_generator.state = saved_sampler[1]
         return pred, raw
 
-    def h_min(self, examples, target: float = 0.0, label: float | None = None) -> np.ndarray:
+    def h_min(self, examples, target: float = 0.0, label: float | None = None):
         """The smallest importance weight whose update would move each example's prediction to
         ``target`` with label ``label`` (SPEC §C); by default the reverting weight: the weight
         that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
         Binary learners (linear or ``--dyad``), and ``--sft``: there the reverting weight of
-        SPEC §C.3, the smallest that makes the predicted class lose a match."""
+        SPEC §C.3, the smallest that makes the predicted class lose a match.  One line gives
+        one number, as :meth:`predict` does; several give an array."""
+        weights = self._h_min(examples, target, label)
+        return float(weights[0]) if _one_line(examples, weights) else weights
+
+    def _h_min(self, examples, target: float, label: float | None) -> np.ndarray:
         tree = self.reduction is not None and self.reduction.name == "sft"
         if self.reduction is not None and not tree:
             raise ValueError("h_min is defined for binary learners and --sft")
