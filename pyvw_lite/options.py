@@ -54,7 +54,7 @@ OPTIONS: tuple[Option, ...] = (
            "Input and output", short="p", metavar="FILE"),
     Option("raw_predictions", STR, None, "write raw (unclipped) scores to FILE",
            "Input and output", short="r", metavar="FILE"),
-    Option("cache", FLAG, False, "use a binary cache, <data>.cache by default (with "
+    Option("cache", FLAG, False, "use a binary cache, <data>.pvwcache by default (with "
            "--executor: one per shard, <cache>.shardKofN, streamed)", "Input and output",
            short="c"),
     Option("cache_file", STR, None, "binary cache file to create or read (with --executor: "
@@ -267,12 +267,14 @@ ALIASES = {"learning-rate": "learning_rate"}
 _COST_SENSITIVE = ("cost-sensitive and contextual-bandit reductions are not part of pyvw-lite; "
                    "its multiclass reductions are --oaa, --ect and --sft")
 _BATCH = "pyvw-lite learns online only (use --passes with -c for more passes)"
+_OTHER_ONLINE = ("its online learner is VW's default SGD (adaptive, normalized, invariant "
+                 "updates; --sgd, --l1, --l2); FTRL, PiSTOL and coin betting are not implemented")
 NOT_IMPLEMENTED = {
     "lrqfa": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
     "daemon": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
     "port": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
-    "bfgs": _BATCH, "conjugate_gradient": _BATCH, "ftrl": _BATCH, "pistol": _BATCH,
-    "coin": _BATCH,
+    "bfgs": _BATCH, "conjugate_gradient": _BATCH, "ftrl": _OTHER_ONLINE,
+    "pistol": _OTHER_ONLINE, "coin": _OTHER_ONLINE,
     "csoaa": _COST_SENSITIVE, "csoaa_ldf": _COST_SENSITIVE, "wap": _COST_SENSITIVE,
     "cb": _COST_SENSITIVE, "cb_adf": _COST_SENSITIVE, "cb_explore": _COST_SENSITIVE,
     "cb_explore_adf": _COST_SENSITIVE, "cbify": _COST_SENSITIVE,

@@ -24,6 +24,15 @@ __all__ = ["ParseError", "Workspace", "format_prediction"]
 class Workspace(Learner):
     """A learner configured by VW options; see the module docstring."""
 
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        """As pyvw's: ``with Workspace(...) as ws`` calls :meth:`finish` at the end of the block
+        (not after an exception: a half-learned model is not saved over a good one)."""
+        if kind is None:
+            self.finish()
+
     def model_data(self, predict_only: bool | None = None) -> ModelData:
         """The model as a model file holds it (:func:`pyvw_lite.learner.persist.model_data`)."""
         return persist.model_data(self, predict_only)

@@ -268,3 +268,28 @@ def test_sft_h_min_takes_no_target_and_oaa_has_none():
         ws.h_min(" |f a", target=0.5)
     with pytest.raises(ValueError, match="binary learners and --sft"):
         Workspace("--oaa 3 --quiet").h_min(" |f a")
+
+
+@pytest.mark.parametrize("learner", [[], ["--sft", "2"], ["--dyad", "fg"]],
+                         ids=["linear", "sft", "dyad"])
+def test_the_summary_counts_the_queried_examples_as_vw_does(tmp_path, learner):
+    """VW's --simulation gives an example it does not query weight 0 and no label, so its
+    weighted example sum, label sum, average loss and progress rows are the queried examples'
+    (each with the importance it was learned with); we counted every example."""
+    w = np.random.default_rng(3).normal(size=6)
+    data = tmp_path / "d.vw"
+    linear_data(data, 3000, 4, w)
+    if learner[:1] == ["--sft"]:
+        data.write_text(data.read_text().replace("-1 |", "2 |"))
+    _, err, code = run_workspace(["-d", str(data), "--active", "--simulation", "--mellowness",
+                                  "0.001", "--random_seed", "7", *learner])
+    assert code == 0
+    queries, examples = int(summary(err, "total queries")), int(summary(err, "number of examples"))
+    weighted = float(summary(err, "weighted example sum"))
+    assert examples == 3000 and queries < 2500
+    # each queried example weighs 1/P >= 1 and the rest 0: an estimate of the examples' count,
+    # no longer the count itself
+    assert queries <= weighted and abs(weighted - examples) > 1
+    rows = [line.split() for line in err.splitlines()
+            if line[:1].isdigit() and len(line.split()) >= 7]
+    assert any(float(row[3]) != float(row[2]) for row in rows)  # weight apart from the counter

@@ -71,6 +71,29 @@ def test_finish_writes_the_files_the_options_name(tmp_path):
         Workspace(f"--invert_hash {text} --quiet").finish()
 
 
+def test_pyvw_habits_hold(tmp_path):
+    """pyvw's keyword arg_str, its context manager (finish at the end of the block) and one
+    number for one line from h_min as from predict."""
+    model = tmp_path / "m.pvw"
+    assert Workspace(arg_str="-b 20 --quiet").options.bit_precision == 20
+    with pytest.raises(TypeError, match="args or arg_str"):
+        Workspace("--quiet", arg_str="--quiet")
+    with Workspace(arg_str=f"-f {model} --quiet") as ws:
+        ws.learn(["1 |a x", "-1 |a y"] * 5)
+        assert not model.exists()
+    assert model.exists()
+    with pytest.raises(RuntimeError):
+        with Workspace(f"-f {tmp_path / 'half.pvw'} --quiet") as ws:
+            ws.learn(["1 |a x"])
+            raise RuntimeError("the caller's own failure")
+    assert not (tmp_path / "half.pvw").exists()  # not saved after an exception
+    one = Workspace(f"-i {model} --quiet")
+    weight = one.h_min("|a x")
+    assert isinstance(weight, float) and weight > 0 and isinstance(one.predict("|a x"), float)
+    both = one.h_min(["|a x", "|a y"])
+    assert both.shape == (2,) and both[0] == weight
+
+
 @pytest.mark.parametrize("where", [0.3, 0.6, 0.95])
 def test_a_model_with_one_flipped_bit_is_refused_everywhere_it_is_read(tmp_path, where):
     """The model's SHA-256 covers every byte: one flipped bit in the header, the arrays or the

@@ -38,7 +38,11 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["--bogus_option", "3"], "unrecognised option '--bogus_option'"),
     (["--pases", "3"], "unrecognised option '--pases' (did you mean '--passes'?)"),
     (["--lrqfa", "rt2"], "VW's option '--lrqfa' is not implemented by pyvw-lite: use --dyad"),
-    (["--bfgs"], "VW's option '--bfgs' is not implemented by pyvw-lite"),
+    (["--bfgs"], "VW's option '--bfgs' is not implemented by pyvw-lite: pyvw-lite learns "
+                 "online only"),
+    (["--ftrl"], "VW's option '--ftrl' is not implemented by pyvw-lite: its online learner is "
+                 "VW's default SGD"),
+    (["--coin"], "FTRL, PiSTOL and coin betting are not implemented"),
     (["--expectile_q", "0.3"], "VW's option '--expectile_q' is not implemented by pyvw-lite: "
                                "its losses are squared, logistic, hinge and quantile"),
     (["--l1", "1e-3", "--oaa", "3"], "--l1 and --l2 apply to the linear learner"),
@@ -54,6 +58,8 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["-b", "x"], "'x' is not a valid integer"),
     (["--loss_function", "logit"], "'logit' is not one of"),
     (["-d", "missing.vw"], "missing.vw"),
+    (["--rank", "3", "-q", "um"], "--rank needs --dyad LR; for the low-rank form of -q um: "
+                                  "--dyad um --rank 3"),
 ])
 def test_option_errors_name_the_option(args, needle, capsys):
     assert main(args) == 1
@@ -733,3 +739,60 @@ def test_help_lists_choices_once_and_keeps_its_columns():
         if len(line) > 36 and line[36] != " ":
             continue  # a flag longer than the column, alone on its line
         assert line[36] == " " and line[37] != " " or lines[k + 1].startswith(" " * 37), line
+
+
+def test_the_default_cache_is_named_apart_from_vws_and_a_vw_cache_is_named_as_such(tmp_path,
+                                                                                   capsys):
+    # VW's -c writes DATA.cache in its own format: ours went there too, so each tool's cache
+    # broke the other's next run ("cache version too long" in VW)
+    vw = pytest.importorskip("vowpalwabbit")
+    data = tmp_path / "d.vw"
+    data.write_text("1 |f a\n-1 |f b\n" * 20)
+    assert main(["-d", str(data), "-c", "--passes", "2", "--quiet"]) == 0
+    assert (tmp_path / "d.vw.pvwcache").exists() and not (tmp_path / "d.vw.cache").exists()
+    model = vw.Workspace(f"-d {data} -c --passes 2 --quiet")  # VW's cache goes beside ours
+    model.finish()
+    assert (tmp_path / "d.vw.cache").read_bytes()[8:15] == vw.__version__.encode() + b"\0"
+    assert main(["-d", str(data), "-c", "-k", "--passes", "2", "--quiet"]) == 0
+    before = (tmp_path / "d.vw.cache").read_bytes()
+    assert main(["-d", str(data), "--cache_file", str(tmp_path / "d.vw.cache"), "-k"]) == 1
+    err = capsys.readouterr().err
+    assert f"--cache_file {tmp_path / 'd.vw.cache'} exists and is VW {vw.__version__}'s cache" in err
+    assert (tmp_path / "d.vw.cache").read_bytes() == before
+    (tmp_path / "other.vw").write_bytes(data.read_bytes())
+    (tmp_path / "other.vw.pvwcache").write_bytes(before)  # -c names it: the message says -c
+    assert main(["-d", str(tmp_path / "other.vw"), "-c", "--passes", "2", "--quiet"]) == 1
+    assert f"-c {tmp_path / 'other.vw.pvwcache'} exists and is VW" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["split", "crowd", "evaluate", "convert", "experiment"])
+def test_subcommand_help_shows_a_value_only_for_options_that_take_one(command):
+    done = cli([command, "--help"])
+    text = done.stdout.decode()
+    assert done.returncode == 0 and "--help" in text
+    assert "<bool>" not in text and "Show this message and exit." in text
+
+
+def test_ignore_linear_features_are_counted_as_vw_counts_them(tmp_path, capsys):
+    # VW 9.11.9 on these 18 lines, --ignore_linear r -q rt: current features 12, 4 and 6 (r's
+    # features counted though they learn no linear term), total feature number 132
+    data = tmp_path / "d.vw"
+    data.write_text("1 |r a b |t c d e\n-1 |r a |t c\n1 |r b |t d e\n" * 6)
+    assert main(["-d", str(data), "--ignore_linear", "r", "-q", "rt", "-P", "1"]) == 0
+    err = capsys.readouterr().err
+    rows = [line.split() for line in err.splitlines() if line[:1].isdigit()]
+    assert [int(row[-1]) for row in rows[:3]] == [12, 4, 6]
+    assert summary_value(err, "total feature number") == "132"
+    assert main(["-d", str(data), "--ignore", "r", "-q", "rt", "--quiet"]) == 0  # gone entirely
+
+
+def test_class_numbers_under_named_labels_are_refused_with_the_reason(tmp_path, capsys):
+    # VW turns each into "unknown" and reports an average loss near 0; the run is stopped instead
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{k % 5 + 1} |f x{k % 5}\n" for k in range(50)))
+    assert main(["-d", str(data), "--oaa", "5", "--named_labels", "a,b,c,d,e"]) == 1
+    err = capsys.readouterr().err
+    assert f"{data}:1: label '1' is a class number, not one of --named_labels a,b,c,d,e" in err
+    data.write_text("a |f x\nz |f y\nb |f x\n")  # a name that is not a class: warned, as VW
+    assert main(["-d", str(data), "--oaa", "5", "--named_labels", "a,b,c,d,e"]) == 0
+    assert "label 'z' is not one of --named_labels" in capsys.readouterr().out  # VW's stream

@@ -141,6 +141,9 @@ def test_item_blocks_on_standard_input(tmp_path, capsys, monkeypatch, packed):
 
 @pytest.mark.parametrize("content,gold,message", [
     ("task,worker\nx,u\n", None, "missing column 'label'"),
+    ("", None, "answers.csv:1: the file is empty; expected a header line naming the columns "
+               "task, worker, label"),
+    ("\ntask,worker,label\n", None, "answers.csv:1: the file starts with an empty line"),
     ("task,worker,label\nx,u,1\nx,,2\n", None, ":3: empty 'worker'"),
     ("task,worker,label\nx,u,1\nx,v\ny,u,2\n", None, ":3: expected 3 fields, got 2"),
     ("task,worker,label\nx,u,1\ny,u,2,3\n", None, ":3: expected 3 fields, got 4 (line: 'y,u,2,3')"),
@@ -259,7 +262,7 @@ def test_crowd_model_is_not_a_vw_model(answers, capsys, tmp_path):
 def test_options_of_the_other_mode_are_flagged(answers, capsys):
     folder, _ = answers
     code, err = run([str(folder / "answers.csv"), "--batch", "--passes", "3", "--eta", "2"], capsys)
-    assert code == 0 and "warning: --passes, --eta only affect online EM" in err
+    assert code == 0 and "[warning] --passes, --eta only affect online EM" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "--progressive"], capsys)
     assert code == 0 and "--progressive only affects online EM; a batch fit ignores it" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
@@ -379,7 +382,7 @@ def test_options_a_method_does_not_use_are_named_and_every_run_names_its_method(
     code, err = run([answers, "--batch", "--method", "majority", "--restarts", "3", "--nu", "0",
                      "--a_v", "9"], capsys)
     assert code == 0
-    assert "warning: --method majority does not use --restarts, --a_v, --nu; they are ignored" \
+    assert "[warning] --method majority does not use --restarts, --a_v, --nu; they are ignored" \
         in err
     code, err = run([answers, "--batch", "--method", "bcc", "--symmetric"], capsys)
     assert "--method bcc does not use --symmetric; it is ignored" in err
@@ -393,3 +396,12 @@ def test_options_a_method_does_not_use_are_named_and_every_run_names_its_method(
     code, err = run([answers, "--batch", "--truth", str(tmp_path / "none.csv"), "-p", str(out)],
                     capsys)
     assert code == 1 and "none.csv" in err and not out.exists()  # checked before the fit
+
+
+def test_counts_of_one_are_singular(tmp_path, capsys):
+    path = tmp_path / "answers.csv"
+    path.write_text("task,worker,label\nt1,w1,a\nt1,w1,b\n")
+    code, err = run([str(path), "--batch", "--method", "bcc"], capsys)
+    assert code == 0
+    assert "1 item, 2 ratings, 1 worker, 2 labels (a, b), 1 repeated task-worker answer (kept)" \
+        in err and re.search(r"fitted = BCC \(1 subtype per class, 1 iteration,", err)

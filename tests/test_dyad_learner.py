@@ -352,7 +352,7 @@ def test_h_min_from_the_api_flips_the_prediction(args, loss):
     ws.learn(["1 |rater r_1 |task t_1", "-1 |rater r_2 |task t_1", "1 |rater r_1 |task t_2"])
     line = "|rater r_1 |task t_1"
     before = ws.predict(line)
-    weight = float(ws.h_min(line)[0])
+    weight = ws.h_min(line)  # one line: one number
     assert 0 < weight < math.inf
     assert ws.predict(line) == before  # h_min changes nothing
     flipped = -1 if before >= 0 else 1

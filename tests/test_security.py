@@ -1046,7 +1046,7 @@ def test_a_deeply_nested_cache_header_or_config_is_no_traceback(tmp_path, capsys
     data = tmp_path / "d.vw"
     data.write_text(LINES)
     text = b"[" * 100_000 + b"]" * 100_000
-    (tmp_path / "d.vw.cache").write_bytes(b"PYVW-LITE CACHE\n" + struct.pack("<I", len(text))
+    (tmp_path / "d.vw.pvwcache").write_bytes(b"PYVW-LITE CACHE\n" + struct.pack("<I", len(text))
                                           + text + struct.pack("<I", zlib.crc32(text)))
     code = main(["-d", str(data), "-c", "--quiet"])
     err = capsys.readouterr().err
@@ -1231,7 +1231,7 @@ def test_a_cache_file_that_is_no_regular_file_is_refused(tmp_path, capsys):
     assert main(["-d", str(data), "--cache_file", str(fifo), "--passes", "2", "--quiet"]) == 1
     assert "exists and is not a regular file" in capsys.readouterr().err
     assert stat_is_fifo(fifo)
-    os.mkfifo(tmp_path / "d.vw.cache")
+    os.mkfifo(tmp_path / "d.vw.pvwcache")
     assert main(["-d", str(data), "-c", "--passes", "2", "--quiet"]) == 1
     assert "exists and is not a regular file" in capsys.readouterr().err
 
@@ -1328,12 +1328,12 @@ def test_shard_caches_are_checked_like_the_cache(tmp_path, capsys):
     -f could name a shard's cache."""
     data = tmp_path / "d.vw"
     data.write_text(LINES)
-    os.mkfifo(tmp_path / "d.vw.cache.shard1of2")
+    os.mkfifo(tmp_path / "d.vw.pvwcache.shard1of2")
     assert main(["-d", str(data), "-c", "--executor", "processes:2", "--passes", "2",
                  "-f", str(tmp_path / "m.pvw"), "--quiet"]) == 1
-    assert "d.vw.cache.shard1of2 exists and is not a regular file" in capsys.readouterr().err
-    os.unlink(tmp_path / "d.vw.cache.shard1of2")
-    target = tmp_path / "d.vw.cache.shard1of2"
+    assert "d.vw.pvwcache.shard1of2 exists and is not a regular file" in capsys.readouterr().err
+    os.unlink(tmp_path / "d.vw.pvwcache.shard1of2")
+    target = tmp_path / "d.vw.pvwcache.shard1of2"
     assert main(["-d", str(data), "-c", "--executor", "processes:2", "--passes", "2",
                  "-f", str(target), "--quiet"]) == 1
     assert "is the -f file too: two outputs cannot share a file" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def test_convert_leaves_out_non_finite_feature_values(tmp_path, capsys):
     answers.write_text("task,worker,label,hour\na,u,x,3\nb,u,y,nan\nc,v,x,inf\nd,v,y,1e400\n"
                        "e,v,y,nan\n")
     code, _, err = cli(["convert", str(answers), "-o", str(out), "--features", "hour"], capsys)
-    assert code == 0 and "warning: 4 non-finite 'hour' values" in err
+    assert code == 0 and "[warning] 4 non-finite 'hour' values" in err
     assert out.read_text().splitlines()[:2] == ["1 'a |rater r_u |task t_a |hour hour:3",
                                                 "2 'b |rater r_u |task t_b"]
     assert "hour" not in "".join(out.read_text().splitlines()[1:])
@@ -611,6 +611,10 @@ def test_a_config_names_where_it_looked_and_takes_a_data_root(tmp_path, monkeypa
     assert main(["experiment", str(config), "--workdir", str(tmp_path / "w"), "--no-peer",
                  "--data-root", str(root)]) == 0
     assert (tmp_path / "w" / "results.json").exists()
+    # a --data-root that does not exist is named as such, even where the data is found anyway
+    with pytest.raises(ConfigError, match=f"--data-root {tmp_path / 'nowhere'}: no such directory"):
+        run_experiment(str(config), str(tmp_path / "w3"), with_peer=False, plot=False,
+                       data_root=str(tmp_path / "nowhere"))
 
 
 def test_plot_draws_progress_tables(tmp_path, capsys):
@@ -651,8 +655,10 @@ def test_a_regression_experiment_scores_mse_with_intervals(tmp_path):
     write_ratings(str(tmp_path / "ratings.vw"), *user_item_ratings(
         n_ratings=30000, n_users=300, n_items=400, rank=2, latent_sd=0.8, seed=5))
     config = Path(__file__).resolve().parent.parent / "configs" / "dyadic_ratings.toml"
+    printed = io.StringIO()
     result = run_experiment(str(config), str(tmp_path / "work"), with_peer=False, plot=True,
-                            out=io.StringIO(), data_root=str(tmp_path))
+                            out=printed, data_root=str(tmp_path))
+    assert "test lines\n" in printed.getvalue() and "K =" not in printed.getvalue()  # no classes
     losses = {r.name: r for r in result.results}
     assert result.metric == "test MSE"
     constant, linear = losses["best constant"], losses["linear"]

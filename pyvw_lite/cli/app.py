@@ -9,7 +9,7 @@ import typer
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.atomic import atomic_write, check_paths
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
 
 
@@ -316,10 +316,10 @@ def convert(
                                for k, name in enumerate(report.labels))
                    + f" -> {out}" + (f" (map: {label_map})" if label_map else ""), err=True)
         for name, count in report.left_out.items():
-            typer.echo(f"warning: {count} non-finite {name!r} values (nan, inf, ...) left out "
+            typer.echo(f"[warning] {count} non-finite {name!r} values (nan, inf, ...) left out "
                        "as missing", err=True)
         for name in report.clashes:
-            typer.echo(f"warning: namespace {name!r} starts with the letter of rater/task, so "
+            typer.echo(f"[warning] namespace {name!r} starts with the letter of rater/task, so "
                        "-q/--dyad on that letter would include it", err=True)
 
     _workflow_errors(action)

@@ -86,6 +86,11 @@ class CrowdRun:
                     tol=self.tol or EBCC_DEFAULTS["tol"])
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun in its number: "1 worker", "2 workers"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _config(run: CrowdRun, data: CrowdData):
     from ..crowd.model import CrowdConfig
     priorz = _priorz(run.priorz) if run.priorz else []
@@ -235,7 +240,7 @@ def run(run: CrowdRun) -> int:
     unused = _unused_options(run)
     if unused and err:
         one = len(unused) == 1
-        err.write(f"warning: --method {run.method} does not use {', '.join(unused)}; "
+        err.write(f"[warning] --method {run.method} does not use {', '.join(unused)}; "
                   f"{'it is' if one else 'they are'} ignored\n")
     if run.method != "em":
         for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
@@ -269,13 +274,15 @@ def run(run: CrowdRun) -> int:
         raise CrowdInputError(f"{run.answers}: an item id appears on more than one line; batch "
                               "EM needs one block per item")
     if err:
-        err.write(f"answers = {run.answers}: {data.n_items} items, {data.n_ratings} ratings, "
-                  f"{len(data.worker_names)} workers, {data.n_labels} labels "
+        err.write(f"answers = {run.answers}: {counted(data.n_items, 'item')}, "
+                  f"{counted(data.n_ratings, 'rating')}, "
+                  f"{counted(len(data.worker_names), 'worker')}, "
+                  f"{counted(data.n_labels, 'label')} "
                   f"({', '.join(data.label_names)})"
                   + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
                   + (f" ({data.gold_elsewhere} gold tasks in no answer)" if data.gold_elsewhere
                      else "")
-                  + (f", {data.duplicates} repeated task-worker answers (kept)"
+                  + (f", {counted(data.duplicates, 'repeated task-worker answer')} (kept)"
                      if data.duplicates else "")
                   + (f", repeated task-worker answers resolved by --duplicates {run.duplicates}"
                      if run.duplicates != "keep" else "") + "\n")
@@ -316,7 +323,7 @@ def run(run: CrowdRun) -> int:
             raise ValueError("--executor runs batch EM (--batch) on shards; online EM is "
                              "sequential")
         if (run.max_iters, run.tol) != (None, None) and err:
-            err.write("warning: --max_iters and --tol only affect batch EM (--batch)\n")
+            err.write("[warning] --max_iters and --tol only affect batch EM (--batch)\n")
         if model is None:
             model = CrowdModel(_config(run, data))
         config = model.config
@@ -411,7 +418,7 @@ def _check_batch_flags(run: CrowdRun, err) -> None:
         ("--progressive", run.progressive, False)) if value != default]
     if ignored and err:
         one = len(ignored) == 1
-        err.write(f"warning: {', '.join(ignored)} only affect{'s' if one else ''} online EM; "
+        err.write(f"[warning] {', '.join(ignored)} only affect{'s' if one else ''} online EM; "
                   f"a batch fit ignores {'it' if one else 'them'}\n")
 
 
@@ -434,7 +441,7 @@ def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
         return q, (lambda: posterior_view(data, q))
     if method == "one_coin":
         q, iterations = baselines.one_coin_dawid_skene(data)
-        summary.append(f"fitted = one-coin Dawid-Skene ({iterations} iterations)")
+        summary.append(f"fitted = one-coin Dawid-Skene ({counted(iterations, 'iteration')})")
         return q, (lambda: posterior_view(data, q))
     options = run.bayes_options()
     if method == "bcc":
@@ -445,7 +452,7 @@ def _fit_other(run: CrowdRun, data: CrowdData, summary: list, err):
                    f"{'s' if options['subtypes'] > 1 else ''} per class, "
                    + (f"best of {restarts} restarts: restart {result.seed}, "
                       if restarts > 1 else "")
-                   + f"{result.iterations} iterations"
+                   + counted(result.iterations, "iteration")
                    + ("" if result.converged else ", stopped at --max_iters")
                    + f", evidence lower bound {result.elbo:.4f})")
     return result.q, (lambda: posterior_view(data, result.q, result.confusion()))

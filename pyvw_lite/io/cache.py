@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import struct
 import zlib
@@ -52,6 +53,7 @@ from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_
                       ParsedBatch)
 
 MAGIC = b"PYVW-LITE CACHE\n"
+SUFFIX = ".pvwcache"  # -c's cache is DATA.pvwcache: VW's own -c cache is DATA.cache
 FORMAT = 4  # 4: CRC-32 on the header and every block, a footer; 3: unusable weights kept
 _BLOCK = struct.Struct("<qqqqq")
 _TOKEN_BREAKS = np.frombuffer(b" \t\n|", dtype=np.uint8)
@@ -165,10 +167,10 @@ class CacheWriter:
             os.unlink(self._temporary)
 
 
-def refuse_foreign(path: str) -> None:
+def refuse_foreign(path: str, option: str = "--cache_file") -> None:
     """A cache may replace a pyvw-lite cache (of any version, even a damaged one) or an empty
     file, never anything else: a data file or a model named by mistake is kept (VW refuses the
-    same)."""
+    same).  ``option`` names how the user named the cache (``-c`` or ``--cache_file``)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -176,16 +178,31 @@ def refuse_foreign(path: str) -> None:
     except OSError:
         return  # not reachable: writing it fails with its own message
     if not stat.S_ISREG(mode):  # /dev/null reads empty, a FIFO blocks: neither is a cache
-        raise CacheError(f"--cache_file {path} exists and is not a regular file; it is not "
+        raise CacheError(f"{option} {path} exists and is not a regular file; it is not "
                          "used as a cache (name a file)")
     try:
         with open(path, "rb") as handle:
-            start = handle.read(len(MAGIC))
+            start = handle.read(64)
     except OSError:
         return  # not readable: writing it fails with its own message
-    if start and start != MAGIC:
-        raise CacheError(f"--cache_file {path} exists and is not a pyvw-lite cache; it is not "
-                         "overwritten (remove it or name another cache file)")
+    if start and start[:len(MAGIC)] != MAGIC:
+        version = vw_cache_version(start)
+        what = f"is VW {version}'s cache" if version else "is not a pyvw-lite cache"
+        raise CacheError(f"{option} {path} exists and {what}; it is not overwritten (remove it "
+                         "or name another cache file)")
+
+
+def vw_cache_version(start: bytes) -> str | None:
+    """VW's version when ``start`` (a file's first bytes) opens a VW cache: VW writes the
+    length of its version string as a uint64, then the string (NUL-terminated)."""
+    if len(start) < 10:
+        return None
+    size = int.from_bytes(start[:8], "little")
+    text = start[8:8 + size]
+    if not 2 <= size <= len(start) - 8 or text[-1:] != b"\0":
+        return None
+    version = text[:-1].decode("ascii", "replace")
+    return version if re.fullmatch(r"\d+(\.\d+)+", version) else None
 
 
 def _span_bytes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:

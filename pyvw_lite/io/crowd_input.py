@@ -428,6 +428,10 @@ def _read_table(path, name, required, rows, optional):
         with _open_text(path) as handle:
             first_line = handle.readline()
         source = path
+    if not first_line.strip():
+        what = "is empty" if not first_line else "starts with an empty line"
+        raise CrowdInputError(f"{name}:1: the file {what}; expected a header line naming the "
+                              f"columns {', '.join(tuple(required) + tuple(optional))}")
     delimiter = "\t" if "\t" in first_line else ","
     header = _header(first_line, delimiter, name)
     wanted = tuple(required) + tuple(optional)

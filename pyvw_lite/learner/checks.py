@@ -9,7 +9,7 @@ import numpy as np
 from ..io.vw_text import (ERR_CODE, ERR_NEGATIVE_IMPORTANCE, LABEL, MALFORMED, NLABEL, OK, STATUS,
                           ParsedBatch, describe_error, parse_buffer, split_lines)
 from ..learners.losses import HINGE, LOGISTIC
-from ..reductions.multiclass import INVALID, UNLABELLED
+from ..reductions.multiclass import FATAL, INVALID, UNLABELLED
 
 
 class ParseError(ValueError):
@@ -122,7 +122,7 @@ class ExampleChecks:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
         def log(row, text, outcome):
             where = f"{batch.source}:{batch.first_line + int(row)}"
-            if self.options.strict_parse:
+            if self.options.strict_parse or outcome == FATAL:
                 raise ParseError(f"{where}: {text} (line: {batch.line_text(int(row))!r})")
             if report:
                 self.log(f"[warning] {where}: {text}; {outcome}")

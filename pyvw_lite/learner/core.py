@@ -25,12 +25,22 @@ from .configuration import Configuration
 from .model_options import check_learner_model, merge_model_options
 
 
+def one_line(examples, results: np.ndarray) -> bool:
+    """Whether a call was given one line (a string without a line break) and has its one
+    result: then predict and h_min answer with a number, as pyvw's predict does."""
+    return isinstance(examples, str) and "\n" not in examples.strip() and results.size == 1
+
+
 class Learner(Configuration, ExampleChecks):
     """A learner configured by VW options: ``learn``, ``predict`` and ``h_min`` on VW lines or
     parsed batches.  :class:`pyvw_lite.Workspace` adds model files and the run."""
 
-    def __init__(self, args: str | Sequence[str] | None = None, *, stdout: TextIO | None = None,
-                 stderr: TextIO | None = None, **keywords):
+    def __init__(self, args: str | Sequence[str] | None = None, *, arg_str: str | None = None,
+                 stdout: TextIO | None = None, stderr: TextIO | None = None, **keywords):
+        if arg_str is not None:  # pyvw's name of the command line
+            if args is not None:
+                raise TypeError("give the command line once: args or arg_str")
+            args = arg_str
         options = options_from(args, **keywords)
         self.model: ModelData | None = None
         if options.initial_regressor:
@@ -116,7 +126,9 @@ class Learner(Configuration, ExampleChecks):
         pred = np.empty(n)
         raw = np.empty(n)
         loss = np.empty(n)
-        nfeat = np.empty(n, dtype=np.int64)
+        # VW counts an --ignore_linear namespace's features too; the kernels add theirs
+        nfeat = interactions_mod.linear_ignored_counts(batch.ex_int, batch.seg, rows,
+                                                       self.ignore)
         self.params[gd.P_TRAINING] = training
         self.requests = []  # label requests of this batch (active learning without --simulation)
         announce_compile(*self.learning_kernels())
@@ -137,7 +149,7 @@ class Learner(Configuration, ExampleChecks):
         if self.dyadic is not None:
             for first, count, starts, slots, values, _ in self.expand(batch, rows):
                 part = slice(first, first + count)
-                nfeat[part] = np.diff(starts)
+                nfeat[part] += np.diff(starts)
                 self.ode_step_caps += self.dyadic.run(
                     self, batch, rows[part], starts, slots, values, labels[part],
                     importances[part], initials[part], labelled[part], holdout[part], pred[part],
@@ -149,7 +161,7 @@ class Learner(Configuration, ExampleChecks):
             return self.scorer.report(pred), raw, loss, nfeat
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
-            nfeat[part] = np.diff(starts)
+            nfeat[part] += np.diff(starts)
             self.nan_predictions += self._linear_loop()(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
@@ -197,7 +209,7 @@ class Learner(Configuration, ExampleChecks):
             if o.scores or o.probabilities or self.want_scores or self.raw_scores else None
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
-            nfeat[part] = np.diff(starts)
+            nfeat[part] += np.diff(starts)
             self.reduction.run(self, starts, slots, values, learned[part], importances[part],
                                initials[part], holdout[part], predicted[part],
                                None if scores is None else scores[part], batch=batch,
@@ -238,7 +250,7 @@ class Learner(Configuration, ExampleChecks):
         rows); the model is not changed.  One line (a string without a newline) gives one
         number (a class for a multiclass model), as pyvw's ``predict`` does."""
         predictions = self.predict_with_scores(examples)[0]
-        if isinstance(examples, str) and "\n" not in examples.strip() and predictions.size == 1:
+        if one_line(examples, predictions):
             return int(predictions[0]) if self.reduction is not None else float(predictions[0])
         return predictions
 
@@ -261,12 +273,19 @@ class Learner(Configuration, ExampleChecks):
                 self.active.rng.bit_generator.state = saved_sampler[1]
         return pred, raw
 
-    def h_min(self, examples, target: float = 0.0, label: float | None = None) -> np.ndarray:
+    def h_min(self, examples, target: float = 0.0, label: float | None = None):
         """The smallest importance weight whose update would move each example's prediction to
         ``target`` with label ``label`` (SPEC §C); by default the reverting weight: the weight
         that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
         Binary learners (linear or ``--dyad``), and ``--sft``: there the reverting weight of
-        SPEC §C.3, the smallest that makes the predicted class lose a match."""
+        SPEC §C.3, the smallest that makes the predicted class lose a match.  One line gives
+        one number, as :meth:`predict` does; several give an array."""
+        weights = self.h_min_array(examples, target, label)
+        return float(weights[0]) if one_line(examples, weights) else weights
+
+    def h_min_array(self, examples, target: float = 0.0,
+                    label: float | None = None) -> np.ndarray:
+        """:meth:`h_min` as an array whatever it was given."""
         tree = self.reduction is not None and self.reduction.name == "sft"
         if self.reduction is not None and not tree:
             raise ValueError("h_min is defined for binary learners and --sft")

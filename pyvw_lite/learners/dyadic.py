@@ -569,6 +569,10 @@ def query_probability(G, k, average_error, queried, mellowness):
 
 
 SIMULATION, REQUEST = 1, 2  # active modes: labels known, or labels to be requested
+# --simulation marks a labelled example the sampler passed over in the kernels' ``requests``
+# (a queried one gets the importance it was learned with); the run counts neither its weight
+# nor its label, as VW counts only the queried examples
+NOT_QUERIED = -1.0
 
 
 @kernel

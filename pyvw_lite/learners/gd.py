@@ -20,8 +20,8 @@ from ..io.hashing import CONSTANT_HASH, FNV_PRIME, MASK32, fmix32
 from ..io.vw_text import (FEAT_END, FEAT_START, SEG_BYTE, SEG_END,
                           SEG_FEND, SEG_FSTART, SEG_START)
 from ..jit import kernel, prefetch_row
-from .dyadic import (REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear, query,
-                     request, returned_label)
+from .dyadic import (NOT_QUERIED, REQUEST, SAMPLER_HIGH, SAMPLER_LOW, SIMULATION, hmin_linear,
+                     query, request, returned_label)
 from .losses import (SQUARED, importance_aware_update, loss_is_positive, loss_slope, loss_terms,
                      plain_update)
 
@@ -810,8 +810,10 @@ def learn_examples(starts, slots, values, labels, importances, initials, labelle
                 probability = query(H, importance, label, pred, sampler, mellowness,
                                     uniforms[e], loss)
                 if probability == 0.0:
+                    requests[e] = NOT_QUERIED
                     continue
                 importance /= probability
+                requests[e] = importance
             elif active == REQUEST:
                 returned_label(importance, label, pred, sampler, loss)
             _learn_example(weights, slots, values, first, last, state, params, mask, loss, pred,

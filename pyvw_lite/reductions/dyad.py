@@ -27,7 +27,7 @@ import numpy as np
 from ..io.hashing import murmur3_u32, murmur_ranges
 from ..io.vw_text import SEG_END, SEG_START
 from ..jit import kernel, prefetch_row
-from ..learners.dyadic import (REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
+from ..learners.dyadic import (NOT_QUERIED, REQUEST, SIMULATION, dyad_terms, expm1_pair, hinge_step,
                                hmin_dyadic, increments, quantile_step, query, request,
                                returned_label, series_scratch, solve_flow)
 from ..learners.gd import (G, L2_REFERENCE_USES, LATENT_ROWS, LATENT_USES, MAX_LABEL,
@@ -732,8 +732,10 @@ def dyadic_examples(rows, ex_int, seg, feat_hash, feat_value, ignore, starts, sl
                                  initials[e], loss, state, params, importance, a, b, work)
             probability = query(H, importance, label, p0, sampler, mellowness, uniforms[e], loss)
             if probability == 0.0:
+                requests[e] = NOT_QUERIED
                 continue
             importance /= probability
+            requests[e] = importance
         state[T_SUM] += importance
         eta = latent_eta(params, state[T_SUM])
         _, capped = flow_update(weights, touched, slots, values, starts[e], starts[e + 1],
@@ -803,7 +805,11 @@ def setup(options: Options) -> Dyadic | None:
                                    "dyad_row_l2")
                  if name in options.given]
         if alone:
-            raise OptionError(f"--{alone[0]} needs --dyad LR")
+            pairs = [pair for pair in options.quadratic if len(pair) == 2 and ":" not in pair]
+            rank = f" --rank {options.rank}" if "rank" in options.given else ""
+            example = (f"; for the low-rank form of -q {pairs[0]}: --dyad {pairs[0]}{rank}"
+                       if pairs else f", e.g. --dyad ab{rank} for namespaces a and b")
+            raise OptionError(f"--{alone[0]} needs --dyad LR{example}")
         return None
     return Dyadic(options)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..io.vw_text import SEG_BYTE, SEG_END, SEG_FEND, SEG_FSTART, SEG_START
 from ..learners.gd import IGNORED, LINEAR_IGNORED
 from ..options import OptionError, Options
 
@@ -123,6 +124,19 @@ def namespace_mask(options: Options) -> np.ndarray:
         keep[_letters_of(options, "keep")] = True
         ignore[~keep] = IGNORED
     return ignore
+
+
+def linear_ignored_counts(ex_int: np.ndarray, seg: np.ndarray, rows: np.ndarray,
+                          ignore: np.ndarray) -> np.ndarray:
+    """Per example of ``rows``, its features in ``--ignore_linear`` namespaces: they learn no
+    linear term, yet VW counts them among the example's features (the progress table's
+    "current features" and "total feature number")."""
+    flagged = ignore[seg[:, SEG_BYTE]] == LINEAR_IGNORED
+    if not flagged.any():
+        return np.zeros(rows.size, dtype=np.int64)
+    sizes = np.where(flagged, seg[:, SEG_FEND] - seg[:, SEG_FSTART], 0).astype(np.int64)
+    ends = np.concatenate(([0], np.cumsum(sizes)))
+    return ends[ex_int[rows, SEG_END]] - ends[ex_int[rows, SEG_START]]
 
 
 def namespace_messages(options: Options) -> list[str]:

@@ -23,6 +23,7 @@ from .tree import bracket
 UNLABELLED = -1
 INVALID = -2
 SKIPPED = "example skipped"  # what a report says happened to its example (when not fatal)
+FATAL = "fatal"  # a report that stops the run whatever --strict_parse says
 
 
 def class_buffers(n_classes: int, mask: int, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +154,12 @@ class MulticlassReduction:
                 row = rows[k]
                 index = self.name_index.get(self._token(batch, row))
                 if index is None:  # VW: "Missing named label", then a label out of range
-                    log(row, f"label {self.label_as_read(batch, row)!r} is not one of "
+                    token = self.label_as_read(batch, row)
+                    if token.isdigit() and int(token) <= self.classes:  # VW: loss 0, in silence
+                        log(row, f"label {token!r} is a class number, not one of "
+                                 f"--named_labels {','.join(self.names)}: write the names in "
+                                 "the data, or leave out --named_labels to read numbers", FATAL)
+                    log(row, f"label {token!r} is not one of "
                              f"--named_labels {','.join(self.names)}", self._outcome())
                     result[k] = self.classes
                     batch.out_of_range[row] = True

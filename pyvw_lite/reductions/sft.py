@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..jit import kernel
-from ..learners.dyadic import (REQUEST, SIMULATION, hmin_linear, query, request,
+from ..learners.dyadic import (NOT_QUERIED, REQUEST, SIMULATION, hmin_linear, query, request,
                                 returned_label)
 from ..learners.gd import (MAX_LABEL, MIN_LABEL, P_LOSS, P_TAU, T_SUM, learn_flat, match_sensitivity,
                            predict_flat, widen_range)
@@ -132,6 +132,7 @@ def _sample(e, truth, predicted, importance, held_out, training, H, active, samp
         returned_label(importance, 1.0, sign, sampler, CLASS_ERROR)
         return importance
     probability = query(H, importance, 1.0, sign, sampler, mellowness, uniforms[e], CLASS_ERROR)
+    requests[e] = importance / probability if probability > 0.0 else NOT_QUERIED
     return importance / probability if probability > 0.0 else 0.0
 
 

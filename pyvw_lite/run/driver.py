@@ -329,8 +329,18 @@ class Driver(RunPlan):
         else:
             truth = batch.ex_float[rows, LABEL]
             labelled = batch.ex_int[rows, NLABEL] > 0
-        self.account(weight=batch.ex_float[rows, 1], loss=loss, holdout=holdout.astype(bool),
-                     truth=truth, labelled=labelled, pred=pred, features=nfeat, shown=shown,
+        weight = batch.ex_float[rows, 1]
+        if ws.active is not None and not ws.active.requests_labels and ws.requests:
+            # --simulation: VW counts the queried examples (with the importance they were
+            # learned with) and takes the others as unlabelled examples of weight 0
+            decided = np.concatenate(ws.requests)
+            queried = decided > 0.0
+            loss = np.where(queried, loss * decided / np.where(queried, weight, 1.0),
+                            np.where(decided < 0.0, 0.0, loss))
+            weight = np.where(queried, decided, np.where(decided < 0.0, 0.0, weight))
+            labelled = labelled & (decided >= 0.0)
+        self.account(weight=weight, loss=loss, holdout=holdout.astype(bool), truth=truth,
+                     labelled=labelled, pred=pred, features=nfeat, shown=shown,
                      confidence=confidence)
         if not self.o.audit:  # --audit wrote each example's lines after its audit block
             self._write_outputs(batch, rows, pred, raw, writers)
@@ -340,7 +350,8 @@ class Driver(RunPlan):
         ws = self.ws
         multiclass = ws.reduction
         scored = multiclass is not None and (self.o.scores or self.o.probabilities)
-        requests = np.concatenate(ws.requests) if ws.requests else None
+        requests = np.concatenate(ws.requests) \
+            if ws.requests and ws.active is not None and ws.active.requests_labels else None
         texts = []
         for handle, which in writers:
             if which == 1 and multiclass is not None:

@@ -33,7 +33,7 @@ class RunPlan:
                               "--cache_file <name>")
         if path is None or not os.path.exists(path):
             return path, None
-        cache_io.refuse_foreign(path)
+        cache_io.refuse_foreign(path, "--cache_file" if o.cache_file else "-c")
         if o.kill_cache:
             return path, None
         settings, reader = cache_io.open_cache(path)
@@ -54,7 +54,8 @@ class RunPlan:
         return path, reader
 
     def cache_path(self) -> str | None:
-        """``--cache_file``, or with ``-c`` the data file's name plus ``.cache``."""
+        """``--cache_file``, or with ``-c`` the data file's name plus ``.pvwcache`` (VW's
+        ``.cache`` holds VW's own format)."""
         o = self.o
         if o.cache_file is None and o.cache:
             if o.data in (None, "-"):
@@ -63,7 +64,7 @@ class RunPlan:
             if os.path.exists(o.data) and not is_regular_file(o.data):
                 raise OptionError(f"option '--cache': {o.data} is a pipe or device, so the cache "
                                   "cannot go next to it; name one with --cache_file FILE")
-            return o.data + ".cache"
+            return o.data + cache_io.SUFFIX
         return o.cache_file
 
     def damaged_input(self, message: str) -> None:

@@ -345,6 +345,8 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                    out=None, plot: bool = True, data_root: str | None = None
                    ) -> ExperimentResult:
     out = out or sys.stdout  # looked up now: a redirected stdout is the one in force
+    if data_root is not None and not os.path.isdir(data_root):
+        raise ConfigError(f"--data-root {data_root}: no such directory")
     config = load_config(config_path)
     setup = config["experiment"]
     name = setup.get("name", os.path.splitext(os.path.basename(config_path))[0])
@@ -381,14 +383,15 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
         raise ConfigError(f"{config_path}: the split left {split.train_lines} train and "
                           f"{split.test_lines} test lines; the data needs more lines (or another "
                           "test_fraction or seed)")
-    out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines, K = {K}"
-              + "".join(f"{'; ' if k == 0 else ', '}test {what} seen in training {seen}/{total}"
-                        for k, (what, seen, total) in enumerate(split.overlaps())) + "\n")
     task = setup.get("task", "classification")
     if task not in TASKS:
         raise ConfigError(f"{config_path}: [experiment] task = {task!r}: choose "
                           + " or ".join(map(repr, TASKS)))
     regression = task == "regression"
+    out.write(f"{name}: {split.train_lines} train / {split.test_lines} test lines"
+              + ("" if regression else f", K = {K}")
+              + "".join(f"{'; ' if k == 0 else ', '}test {what} seen in training {seen}/{total}"
+                        for k, (what, seen, total) in enumerate(split.overlaps())) + "\n")
     result = ExperimentResult(name=name, config=config_path, labels=labels, split=asdict(split),
                               metric="test MSE" if regression else "test 0/1 loss")
     passes = int(setup.get("passes", 1))
