@@ -142,6 +142,7 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
     dead_prior = np.empty(K)  # the log prior of a dead cell of class k (mass 0: all alike)
     n_dead = np.zeros(K, dtype=np.int64)  # dead cells of class k
     live = np.empty(KM, dtype=np.int64)
+    live_class = np.empty(KM, dtype=np.int64)  # the class of cell live[j]
     is_live = np.zeros(KM, dtype=np.bool_)
     for i in range(n_items):
         for c in range(KM):
@@ -158,6 +159,7 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
         for c in range(KM):
             if is_live[c]:
                 live[L] = c
+                live_class[L] = c // M
                 L += 1
             else:
                 n_dead[c // M] += 1
@@ -227,7 +229,7 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
                     dead_score[k] = value
                     top = max(top, value)
             for j in range(L):
-                if gold[i] >= 0 and live[j] // M != gold[i]:
+                if gold[i] >= 0 and live_class[j] != gold[i]:
                     score[j] = -np.inf
                 top = max(top, score[j])
             norm = 0.0
@@ -246,10 +248,10 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
                 new_class[k] = 0.0
             for j in range(L):  # a dead cell's posterior was 0: only live cells held any
                 c = live[j]
-                old_class[c // M] += rho[i, c]
+                old_class[live_class[j]] += rho[i, c]
                 value = score[j] * inv
                 rho[i, c] = value
-                new_class[c // M] += value
+                new_class[live_class[j]] += value
                 if value != 0.0:
                     is_live[c] = True
             for k in range(K):
