@@ -440,10 +440,15 @@ def _row_value(alpha, mu, m, k, counts, beta, inv_var, scratch):
 def _rank_one_solve(probs, k, n_beta2, inv_var, grad, step):
     """Solve H x = grad for a row's negated Hessian over its free cells l != k,
     ``H = diag(n_beta2 p_l + inv_var) - n_beta2 p p^T``, by Sherman-Morrison: O(K), not the
-    O(K^3) of a Cholesky factorisation (K = 300 labels made that 9 million steps a row)."""
+    O(K^3) of a Cholesky factorisation (K = 300 labels made that 9 million steps a row).
+    Sherman-Morrison's denominator ``1 - n_beta2 sum_l p_l^2 / (n_beta2 p_l + inv_var)`` is
+    summed in its cancellation-free form ``p_k + sum_l p_l inv_var / (n_beta2 p_l + inv_var)``;
+    where even that underflows to 0 (logits near the file format's 1e100 bound) the step is the
+    gradient scaled by the prior variance, as :func:`alpha_step` falls back, and the caller's
+    backtracking keeps it an ascent."""
     K = probs.size
     d_grad = 0.0
-    d_probs = 0.0
+    denominator = probs[k]
     for l in range(K):
         if l == k:
             step[l] = 0.0
@@ -451,8 +456,12 @@ def _rank_one_solve(probs, k, n_beta2, inv_var, grad, step):
         inverse = 1.0 / (n_beta2 * probs[l] + inv_var)
         step[l] = grad[l] * inverse
         d_grad += probs[l] * step[l]
-        d_probs += probs[l] * probs[l] * inverse
-    scale = n_beta2 * d_grad / (1.0 - n_beta2 * d_probs)
+        denominator += probs[l] * inv_var * inverse
+    if not denominator > 0.0:
+        for l in range(K):
+            step[l] = grad[l] / inv_var
+        return
+    scale = n_beta2 * d_grad / denominator
     for l in range(K):
         if l != k:
             step[l] += scale * probs[l] / (n_beta2 * probs[l] + inv_var)

@@ -48,7 +48,10 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
     K = config.n_labels
     if data.n_labels != K:
         raise ValueError(f"the data has {data.n_labels} labels but the model {K}")
-    announce_compile(kernels.online_em)
+    if incremental(config):
+        announce_compile(kernels.incremental_em, kernels.rows_step_rank_one)
+    else:
+        announce_compile(kernels.online_em)
     rating_slot = model.slots_for(data, grow=not test_only)
     model.check_arrays()  # the kernels index alpha, stamp and theta by these slots and by K
     if rating_slot.size and rating_slot.max() >= model.n_slots:
