@@ -143,12 +143,23 @@ def _long_theta(header, arrays):
     arrays["theta"] = np.concatenate([arrays["theta"], arrays["theta"]])
 
 
+def _stats_of_one_slot(header, arrays):
+    arrays["stats"] = arrays["stats"][:1]
+
+
+def _short_class_mass(header, arrays):
+    arrays["class_mass"] = arrays["class_mass"][:1]
+
+
 def _slot_beyond_the_table(header, arrays):
     header["state"]["workers"][0][1] = 1 << 20
 
 
 @pytest.mark.parametrize("base,edit", [("hash", _one_slot), ("hash", _half_the_slots),
                                        ("hash", _short_theta), ("hash", _long_theta),
+                                       ("hash", _stats_of_one_slot),
+                                       ("hash", _short_class_mass),
+                                       ("exact", _stats_of_one_slot),
                                        ("exact_online", _one_slot),
                                        ("exact_online", _slot_beyond_the_table)])
 def test_a_signed_crowd_model_whose_arrays_miss_slots_is_refused(crowd_models, tmp_path, base,
@@ -199,7 +210,7 @@ def test_the_worker_table_is_bounded_and_names_its_bytes(tmp_path):
     answers = _many_labels(tmp_path, 300)
     out = tmp_path / "out.csv"
     code, err = crowd_in_subprocess([answers, "--n_labels", 300, "-p", out])
-    assert_one_line_refusal(code, err, "43.9 GiB", "65,536 slots x 300 x 300", "--n_worker_bits")
+    assert_one_line_refusal(code, err, "87.9 GiB", "65,536 slots x 300 x 300", "--n_worker_bits")
     assert not out.exists()
     code, err = crowd_in_subprocess([answers, "--n_labels", 300, "--n_worker_bits", 6, "-p", out])
     assert code == 0, err
@@ -293,6 +304,11 @@ def test_crowd_options_beyond_their_range_are_refused(tmp_path, flag, value, cap
     (lambda h, a: a["mu"].__setitem__((1, 0), math.inf), "mu"),
     (lambda h, a: a["theta"].__setitem__(2, -math.inf), "theta"),
     (lambda h, a: a["alpha"].__setitem__((0, 1, 1), 3.0), "alpha"),
+    (lambda h, a: a["stats"].__setitem__((0, 1, 2), -1.0), "stats"),
+    (lambda h, a: a["stats"].__setitem__((0, 1, 2), math.inf), "stats"),
+    (lambda h, a: a["stats"].__setitem__((0, 1, 2), 1e300), "stats"),
+    (lambda h, a: a["class_mass"].__setitem__(1, math.nan), "class_mass"),
+    (lambda h, a: a["class_mass"].__setitem__(0, -2.0), "class_mass"),
 ])
 def test_non_finite_or_negative_crowd_model_fields_are_refused(crowd_models, tmp_path, edit,
                                                                needle, capsys):
@@ -318,7 +334,8 @@ def test_non_finite_or_negative_crowd_model_fields_are_refused(crowd_models, tmp
 @pytest.mark.parametrize("base,name,dtype", [
     ("hash", "alpha", np.int64), ("hash", "alpha", np.bool_), ("hash", "alpha", np.float32),
     ("hash", "mu", np.int32), ("hash", "stamp", np.float64), ("hash", "stamp", np.uint64),
-    ("hash", "theta", np.float32), ("exact", "alpha", np.float32)])
+    ("hash", "theta", np.float32), ("exact", "alpha", np.float32),
+    ("hash", "stats", np.float32), ("hash", "class_mass", np.int64)])
 def test_crowd_model_arrays_of_another_dtype_are_refused(crowd_models, tmp_path, base, name,
                                                          dtype, capsys):
     """Issue item 13: int/bool/float32 alpha, int32 mu (every posterior became 0.1) and float64
@@ -472,6 +489,9 @@ def _resize_table(header, arrays, rng):
     arrays["alpha"] = alpha
     arrays["stamp"] = np.concatenate([arrays["stamp"],
                                       np.zeros(slots, dtype=np.int64)])[:slots].copy()
+    stats = np.zeros((slots, K, K))
+    stats[:used] = arrays["stats"][:used]
+    arrays["stats"] = stats
 
 
 EDGES = {"nu": [-1e6, 1e6], "kappa": [-30.0, 30.0], "sigma_alpha": [1e-6, 1e6],

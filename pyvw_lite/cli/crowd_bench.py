@@ -47,7 +47,8 @@ else:
     result = run_online(data, model)
     seconds = time.perf_counter() - start
     labels = result.q.argmax(axis=1)
-    extra["table_bytes"] = int(model.alpha.nbytes + model.stamp.nbytes + model.mu.nbytes)
+    extra["table_bytes"] = int(model.alpha.nbytes + model.stats.nbytes + model.stamp.nbytes
+                               + model.mu.nbytes)
 extra["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(dict(seconds=seconds, ratings=int(data.n_ratings),
                       accuracy=float((labels[items] == expected).mean()), **extra)))

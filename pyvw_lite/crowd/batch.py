@@ -202,6 +202,12 @@ def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol:
     fit.finish()
     fit.model.theta = fit.theta
     fit.model.t = data.n_items
+    if phase == PHASE_FIXED and not config.symmetric and fit.label_sums is not None:
+        # online EM continues from these statistics (crowd/online.py): the final E-step's
+        model = fit.model
+        model.stats = np.ascontiguousarray(fit.label_sums.reshape(model.stats.shape))
+        model.class_mass = fit.class_mass.copy()
+        model.stamp[fit.used] = data.n_items
     result.seconds = time.perf_counter() - started
     return result
 

@@ -436,6 +436,101 @@ def _row_value(alpha, mu, m, k, counts, beta, inv_var, scratch):
     return linear - n * log_total - 0.5 * prior * inv_var
 
 
+@kernel(inline="always")
+def _rank_one_solve(probs, k, n_beta2, inv_var, grad, step):
+    """Solve H x = grad for a row's negated Hessian over its free cells l != k,
+    ``H = diag(n_beta2 p_l + inv_var) - n_beta2 p p^T``, by Sherman-Morrison: O(K), not the
+    O(K^3) of a Cholesky factorisation (K = 300 labels made that 9 million steps a row).
+    Sherman-Morrison's denominator ``1 - n_beta2 sum_l p_l^2 / (n_beta2 p_l + inv_var)`` is
+    summed in its cancellation-free form ``p_k + sum_l p_l inv_var / (n_beta2 p_l + inv_var)``;
+    where even that underflows to 0 (logits near the file format's 1e100 bound) the step is the
+    gradient scaled by the prior variance, as :func:`alpha_step` falls back, and the caller's
+    backtracking keeps it an ascent."""
+    K = probs.size
+    d_grad = 0.0
+    denominator = probs[k]
+    for l in range(K):
+        if l == k:
+            step[l] = 0.0
+            continue
+        inverse = 1.0 / (n_beta2 * probs[l] + inv_var)
+        step[l] = grad[l] * inverse
+        d_grad += probs[l] * step[l]
+        denominator += probs[l] * inv_var * inverse
+    if not denominator > 0.0:
+        for l in range(K):
+            step[l] = grad[l] / inv_var
+        return
+    scale = n_beta2 * d_grad / denominator
+    for l in range(K):
+        if l != k:
+            step[l] += scale * probs[l] / (n_beta2 * probs[l] + inv_var)
+
+
+@kernel(inline="always")
+def _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, grad, hess, step,
+                old, rank_one=False):
+    """Newton with backtracking on row (m, k)'s concave objective in its answer counts
+    ``counts[l]`` (every beta equal, rows untied): at most ``newton_iters`` steps, each solved
+    by Cholesky or, with ``rank_one``, by :func:`_rank_one_solve` (the same step up to
+    rounding).  Returns the largest change of a cell."""
+    K = alpha.shape[1]
+    n = 0.0
+    for l in range(K):
+        n += counts[l]
+    moved = 0.0
+    value = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
+    for _ in range(newton_iters):
+        _row_softmax(alpha, m, k, beta, probs)
+        # the pinned diagonal keeps its row and column as an identity: step 0 there
+        for l in range(K):
+            if l == k:
+                grad[l] = 0.0
+                if not rank_one:
+                    for l2 in range(K):
+                        hess[l, l2] = 1.0 if l2 == l else 0.0
+                continue
+            grad[l] = (beta * (counts[l] - n * probs[l])
+                       - (alpha[m, k, l] - mu[k, l]) * inv_var)
+            if rank_one:
+                continue
+            for l2 in range(K):
+                if l2 == k:
+                    hess[l, l2] = 0.0
+                else:
+                    hess[l, l2] = n * beta * beta * (
+                        (probs[l] if l == l2 else 0.0) - probs[l] * probs[l2])
+            hess[l, l] += inv_var
+        if rank_one:
+            _rank_one_solve(probs, k, n * beta * beta, inv_var, grad, step)
+        else:
+            _cholesky_solve(hess, grad, step, K)
+        decrement = 0.0
+        for l in range(K):
+            decrement += grad[l] * step[l]
+            old[l] = alpha[m, k, l]
+        if decrement < RESOLUTION * max(1.0, abs(value)):
+            break
+        scale = 1.0
+        accepted = False
+        for _ in range(HALVINGS):
+            for l in range(K):
+                alpha[m, k, l] = old[l] + scale * step[l]
+            candidate = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
+            if candidate >= value:
+                value = candidate
+                accepted = True
+                break
+            scale *= 0.5
+        if not accepted:
+            for l in range(K):
+                alpha[m, k, l] = old[l]
+            break
+        for l in range(K):
+            moved = max(moved, abs(alpha[m, k, l] - old[l]))
+    return moved
+
+
 @kernel(parallel=True)
 def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters):
     """SPEC §E.3 step 2 when every beta is equal and the rows are untied (no --symmetric).
@@ -455,51 +550,10 @@ def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters
         step = np.empty(K)
         old = np.empty(K)
         for k in range(K):
-            n = 0.0
             for l in range(K):
                 counts[l] = label_sums[m * K + l, k]
-                n += counts[l]
-            value = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
-            for _ in range(newton_iters):
-                _row_softmax(alpha, m, k, beta, probs)
-                # the pinned diagonal keeps its row and column as an identity: step 0 there
-                for l in range(K):
-                    if l == k:
-                        grad[l] = 0.0
-                        for l2 in range(K):
-                            hess[l, l2] = 1.0 if l2 == l else 0.0
-                        continue
-                    grad[l] = (beta * (counts[l] - n * probs[l])
-                               - (alpha[m, k, l] - mu[k, l]) * inv_var)
-                    for l2 in range(K):
-                        if l2 == k:
-                            hess[l, l2] = 0.0
-                        else:
-                            hess[l, l2] = n * beta * beta * (
-                                (probs[l] if l == l2 else 0.0) - probs[l] * probs[l2])
-                    hess[l, l] += inv_var
-                _cholesky_solve(hess, grad, step, K)
-                decrement = 0.0
-                for l in range(K):
-                    decrement += grad[l] * step[l]
-                    old[l] = alpha[m, k, l]
-                if decrement < RESOLUTION * max(1.0, abs(value)):
-                    break
-                scale = 1.0
-                accepted = False
-                for _ in range(HALVINGS):
-                    for l in range(K):
-                        alpha[m, k, l] = old[l] + scale * step[l]
-                    candidate = _row_value(alpha, mu, m, k, counts, beta, inv_var, probs)
-                    if candidate >= value:
-                        value = candidate
-                        accepted = True
-                        break
-                    scale *= 0.5
-                if not accepted:
-                    for l in range(K):
-                        alpha[m, k, l] = old[l]
-                    break
+            _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, grad, hess,
+                        step, old)
 
 
 @kernel
@@ -653,3 +707,194 @@ def catch_up_all(alpha, mu, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_sh
         if 0 < stamp[m] < t:
             catch_up(alpha, mu, m, stamp, t, eta0, rho, t0, n_items, sigma_alpha, mu_share,
                      symmetric)
+
+
+@kernel(inline="always")
+def _theta_value(theta, counts, n_free, base):
+    top = theta.max()
+    total = 0.0
+    for k in range(theta.size):
+        total += math.exp(theta[k] - top)
+    value = -n_free * (top + math.log(total))
+    for k in range(theta.size):
+        value += counts[k] * theta[k] - 0.5 * (theta[k] - base[k]) ** 2
+    return value
+
+
+@kernel
+def theta_newton(theta, counts, n_free, base, iters):
+    """The class-prior logits' M-step: Newton with backtracking on
+    ``counts . theta - n_free log sum exp(theta) - |theta - base|^2 / 2`` (batch EM's
+    ``_theta_step``), at most ``iters`` steps, in place."""
+    K = theta.size
+    soft = np.empty(K)
+    grad = np.empty(K)
+    hess = np.empty((K, K))
+    step = np.empty(K)
+    old = np.empty(K)
+    value = _theta_value(theta, counts, n_free, base)
+    for _ in range(iters):
+        softmax_into(theta, soft)
+        for k in range(K):
+            grad[k] = counts[k] - n_free * soft[k] - (theta[k] - base[k])
+            for k2 in range(K):
+                hess[k, k2] = n_free * ((soft[k] if k == k2 else 0.0) - soft[k] * soft[k2])
+            hess[k, k] += 1.0
+        if not _cholesky_solve(hess, grad, step, K):
+            return
+        decrement = 0.0
+        for k in range(K):
+            decrement += grad[k] * step[k]
+            old[k] = theta[k]
+        if decrement < RESOLUTION * max(1.0, abs(value)):
+            return
+        scale = 1.0
+        accepted = False
+        for _ in range(HALVINGS):
+            for k in range(K):
+                theta[k] = old[k] + scale * step[k]
+            candidate = _theta_value(theta, counts, n_free, base)
+            if candidate >= value:
+                value = candidate
+                accepted = True
+                break
+            scale *= 0.5
+        if not accepted:
+            for k in range(K):
+                theta[k] = old[k]
+            return
+
+
+@kernel
+def incremental_em(alpha, mu, nu, stats, class_mass, stamp, t_start,
+                   item_start, rating_slot, rating_label, gold, theta, learn_prior,
+                   base_log_prior, beta, sigma_alpha, sigma_mu, newton_iters, m_step, test_only,
+                   q_io, f_out):
+    """Online EM on sufficient statistics (incremental EM, Neal & Hinton 1998) over a run of
+    item blocks in stream order, every beta equal and rows untied; returns the new item
+    counter.
+
+    The statistics are what batch EM's M-step reads: ``stats[m, l, k]``, the posterior mass of
+    truth k over slot m's answers l, and ``class_mass``, the summed posteriors of the items
+    without gold.  Item i's E-step uses the current parameters; its new posterior replaces the
+    one it contributed before (``q_io[i]``: 0 on a first pass, the last pass's after), so the
+    statistics always hold each item once.  Then the M-step where they changed: a few Newton
+    steps on each row of the item's slots (``_row_newton``, batch EM's row step), the
+    hypermean over the used slots in closed form (batch EM's), and the class prior
+    (``theta_newton``).  Each step raises the same objective batch EM climbs (EM's free
+    energy, coordinate by coordinate), so passes over a file approach batch EM's fixed point;
+    a first pass is the sequential posterior of the items so far, with no step size to tune
+    and nothing to overshoot.  ``f_out`` receives F-hat_i / n_i at the E-step (progressive
+    validation).  Without ``m_step`` only the statistics move (the parameters stay).  A slot
+    is used once an item has stepped it (``stamp[m]``, that item's t, is
+    above 0); unused slots stay at nu."""
+    K = alpha.shape[1]
+    t = t_start
+    alpha_sum = np.zeros((K, K))  # over the used slots, for the hypermean
+    n_used = 0.0
+    for m in range(alpha.shape[0]):
+        if stamp[m] > 0:
+            n_used += 1.0
+            for k in range(K):
+                for l in range(K):
+                    alpha_sum[k, l] += alpha[m, k, l]
+    inv_alpha = 1.0 / (sigma_alpha * sigma_alpha)
+    inv_mu = 1.0 / (sigma_mu * sigma_mu) if sigma_mu > 0.0 else 0.0
+    LL = np.empty(K)
+    q = np.empty(K)
+    log_prior = np.empty(K)
+    scratch = np.empty(K)
+    counts = np.empty(K)
+    grad = np.empty(K)
+    hess = np.empty((0, 0))  # the rank-one solve needs no Hessian
+    step = np.empty(K)
+    old = np.empty(K)
+    before = np.empty(K)
+    log_total = softmax_into(theta, log_prior)
+    for k in range(K):
+        log_prior[k] = theta[k] - log_total
+    for i in range(item_start.size - 1):
+        start, end = item_start[i], item_start[i + 1]
+        t += 1
+        for k in range(K):
+            LL[k] = 0.0
+        for r in range(start, end):
+            m = rating_slot[r]
+            label = rating_label[r]
+            for k in range(K):
+                LL[k] += beta * alpha[m, k, label] - _row_softmax(alpha, m, k, beta, scratch)
+        value = _posterior(LL, log_prior, gold[i], K, q)
+        f_out[i] = value / max(end - start, 1)
+        if test_only:
+            for k in range(K):
+                q_io[i, k] = q[k]
+            continue
+        for r in range(start, end):
+            m = rating_slot[r]
+            label = rating_label[r]
+            for k in range(K):
+                stats[m, label, k] = max(stats[m, label, k] + q[k] - q_io[i, k], 0.0)
+        if gold[i] < 0:
+            for k in range(K):
+                class_mass[k] = max(class_mass[k] + q[k] - q_io[i, k], 0.0)
+        for k in range(K):
+            q_io[i, k] = q[k]
+        if not m_step:  # statistics only (the warm-up pass): the slots are used from now on
+            for r in range(start, end):
+                stamp[rating_slot[r]] = t
+            continue
+        for r in range(start, end):
+            m = rating_slot[r]
+            if stamp[m] == t:
+                continue  # this item has stepped the slot already
+            if stamp[m] == 0:
+                n_used += 1.0
+                for k in range(K):
+                    for l in range(K):
+                        alpha_sum[k, l] += alpha[m, k, l]
+            for k in range(K):
+                for l in range(K):
+                    counts[l] = stats[m, l, k]
+                    before[l] = alpha[m, k, l]
+                _row_newton(alpha, mu, m, k, counts, beta, inv_alpha, newton_iters, scratch,
+                            grad, hess, step, old, True)
+                for l in range(K):
+                    alpha_sum[k, l] += alpha[m, k, l] - before[l]
+            stamp[m] = t
+        if inv_mu > 0.0:
+            for k in range(K):
+                for l in range(K):
+                    if l != k:
+                        mu[k, l] = ((nu[k, l] * inv_mu + alpha_sum[k, l] * inv_alpha)
+                                    / (inv_mu + n_used * inv_alpha))
+        if learn_prior and gold[i] < 0:
+            n_free = 0.0
+            for k in range(K):
+                n_free += class_mass[k]
+            theta_newton(theta, class_mass, n_free, base_log_prior, 1)
+            log_total = softmax_into(theta, log_prior)
+            for k in range(K):
+                log_prior[k] = theta[k] - log_total
+    return t
+
+
+@kernel(parallel=True)
+def rows_step_rank_one(alpha, mu, stats, used, beta, sigma_alpha, newton_iters):
+    """:func:`alpha_rows_step` on online EM's statistics ``stats[m, l, k]``, each Newton step
+    solved in O(K) (:func:`_rank_one_solve`)."""
+    M, K, _ = alpha.shape
+    inv_var = 1.0 / (sigma_alpha * sigma_alpha)
+    for m in prange(M):
+        if not used[m]:
+            continue
+        counts = np.empty(K)
+        probs = np.empty(K)
+        grad = np.empty(K)
+        hess = np.empty((0, 0))
+        step = np.empty(K)
+        old = np.empty(K)
+        for k in range(K):
+            for l in range(K):
+                counts[l] = stats[m, l, k]
+            _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, grad, hess,
+                        step, old, True)

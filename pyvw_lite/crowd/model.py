@@ -28,7 +28,8 @@ from ..io.model_io import ModelData, ModelError, load_model, save_model
 from .defaults import DEFAULTS
 
 KIND = "crowd"
-ARRAYS = ("alpha", "mu", "stamp", "theta")
+# stats and class_mass: the sufficient statistics online EM keeps (crowd/online.py)
+ARRAYS = ("alpha", "mu", "stamp", "theta", "stats", "class_mass")
 MAX_LABELS = 1024  # classes of a label model: each worker slot holds K x K logits
 MAX_TABLE_BYTES = 1 << 30  # the worker table, slots x K x K float64 (batch EM holds a few)
 T_LIMIT = 1 << 53  # item counters and stamps: exact as float64, which the decay schedule uses
@@ -85,17 +86,17 @@ def _size_text(size: int) -> str:
 def check_table_size(config: "CrowdConfig", n_slots: int) -> None:
     """Refuse a worker table beyond :data:`MAX_TABLE_BYTES`, naming its size and the way out."""
     K = config.n_labels
-    size = n_slots * K * K * 8
+    size = n_slots * K * K * 16  # the logits and the answer statistics, float64 each
     if size <= MAX_TABLE_BYTES:
         return
-    bits = (MAX_TABLE_BYTES // (K * K * 8)).bit_length() - 1  # K <= MAX_LABELS: bits >= 7
+    bits = (MAX_TABLE_BYTES // (K * K * 16)).bit_length() - 1  # K <= MAX_LABELS: bits >= 6
     if n_slots == 1 << config.n_worker_bits:
         way_out = f"lower --n_worker_bits to {bits} or less (workers then share slots)"
     else:
         way_out = (f"use --worker_map hash --n_worker_bits {bits} (workers then share slots) "
                    "or fewer labels")
     raise ValueError(f"the worker table would take {_size_text(size)} ({n_slots:,} slots x {K} x "
-                     f"{K} labels x 8 bytes), more than the {_size_text(MAX_TABLE_BYTES)} a crowd "
+                     f"{K} labels x 16 bytes), more than the {_size_text(MAX_TABLE_BYTES)} a crowd "
                      f"model may use; {way_out}")
 
 
@@ -200,7 +201,8 @@ class CrowdModel:
         self.worker_slot = dict(worker_slot or {})  # exact map: worker id -> slot
         self.layout = parameter_layout(K, config.symmetric)
         if arrays is not None:
-            self.alpha, self.mu, self.stamp, self.theta = (arrays[name] for name in ARRAYS)
+            (self.alpha, self.mu, self.stamp, self.theta, self.stats,
+             self.class_mass) = (arrays[name] for name in ARRAYS)
             return
         if n_slots is None:
             n_slots = 1 << config.n_worker_bits
@@ -209,6 +211,8 @@ class CrowdModel:
         self.mu = self.nu.copy()
         self.stamp = np.zeros(n_slots, dtype=np.int64)
         self.theta = config.log_priorz.copy()
+        self.stats = np.zeros((n_slots, K, K))  # stats[m, l, k]: truth-k mass of m's answers l
+        self.class_mass = np.zeros(K)  # the summed posteriors of the items without gold
 
     @property
     def n_slots(self) -> int:
@@ -219,7 +223,8 @@ class CrowdModel:
         kernel call; :meth:`load` has checked their values)."""
         K, n_slots = self.config.n_labels, self.n_slots
         wanted = {"alpha": (np.float64, (n_slots, K, K)), "mu": (np.float64, (K, K)),
-                  "stamp": (np.int64, (n_slots,)), "theta": (np.float64, (K,))}
+                  "stamp": (np.int64, (n_slots,)), "theta": (np.float64, (K,)),
+                  "stats": (np.float64, (n_slots, K, K)), "class_mass": (np.float64, (K,))}
         for name, (dtype, shape) in wanted.items():
             array = getattr(self, name)
             if array.dtype != dtype or array.shape != shape or not array.flags.c_contiguous:
@@ -266,7 +271,7 @@ class CrowdModel:
     def check_savable(self, path: str) -> None:
         """Refuse a model :meth:`load` would refuse: a fit diverged (logits beyond
         :data:`LOGIT_LIMIT`, or not finite)."""
-        arrays = {"alpha": self.alpha, "mu": self.mu, "stamp": self.stamp, "theta": self.theta}
+        arrays = {name: getattr(self, name) for name in ARRAYS}
         try:
             _check_values(arrays, self.config, int(self.t))
         except ValueError as exc:
@@ -276,7 +281,7 @@ class CrowdModel:
         self.check_savable(path)
         state = {"kind": KIND, "config": asdict(self.config), "t": int(self.t),
                  "workers": list(self.worker_slot.items())}
-        arrays = {"alpha": self.alpha, "mu": self.mu, "stamp": self.stamp, "theta": self.theta}
+        arrays = {name: getattr(self, name) for name in ARRAYS}
         save_model(path, ModelData(options=[KIND], state=state, arrays=arrays), __version__)
 
     @classmethod
@@ -375,7 +380,8 @@ def _check_shapes(arrays: dict, config: CrowdConfig, n_workers: int) -> None:
         raise ValueError(f"alpha of shape {arrays['alpha'].shape}: a {config.worker_map} map has "
                          f"2^{config.n_worker_bits} slots{held} of {K} x {K}")
     check_table_size(config, n_slots)
-    wanted = {"alpha": (n_slots, K, K), "mu": (K, K), "stamp": (n_slots,), "theta": (K,)}
+    wanted = {"alpha": (n_slots, K, K), "mu": (K, K), "stamp": (n_slots,), "theta": (K,),
+              "stats": (n_slots, K, K), "class_mass": (K,)}
     for name, shape in wanted.items():
         if arrays[name].shape != shape:
             raise ValueError(f"{name} of shape {arrays[name].shape}, not {shape}")
@@ -400,3 +406,8 @@ def _check_values(arrays: dict, config: CrowdConfig, t: int) -> None:
     stamp = arrays["stamp"]
     if stamp.size and not (0 <= stamp.min() and stamp.max() <= t):
         raise ValueError(f"stamp outside 0..t = {t}")
+    for name in ("stats", "class_mass"):  # posterior masses: each at most the answers seen
+        values = arrays[name]
+        if not np.isfinite(values).all() or (values.size and not (
+                values.min() >= 0.0 and values.max() <= T_LIMIT)):
+            raise ValueError(f"{name} holds a value that is not a count in 0..2^53")

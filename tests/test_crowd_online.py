@@ -1,0 +1,125 @@
+"""Online EM against batch EM of the same model (issue 38: "the online path keeps its promise").
+
+Online EM without --batch fits the nominal label model of ``--batch --method em`` one item at a
+time, on sufficient statistics (crowd/online.py).  On the 21 shared real sets, ten passes come
+within 0.01 of batch EM's accuracy except on the sets listed in ``GAPS``, whose measured gap
+(batch minus online) is asserted not to grow.  The sets live in ../shared/datasets/crowd beside
+the repository (skipped elsewhere, as in test_crowd_default.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyvw_lite.crowd import kernels
+from pyvw_lite.crowd.batch import batch_em
+from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
+from pyvw_lite.crowd.online import run_online
+from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "crowd"
+SETS = sorted(p.name for p in SHARED.iterdir()) if SHARED.is_dir() else []
+PASSES = 10
+# batch minus online accuracy at 10 passes, measured 2026-11-27 (docs/crowd.md)
+GAPS = {"slr_loneliness": 0.0200, "nyt_relevance_3p": -0.0167}
+
+
+def _online(data, passes):
+    model = CrowdModel(CrowdConfig(n_labels=data.n_labels, label_names=data.label_names))
+    run_online(data, model, passes=passes)
+    return model, run_online(data, model, test_only=True).q
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_online_em_is_within_001_of_batch_em(name):
+    data = read_answers(str(SHARED / name / "answers.csv"))
+    known = known_labels(data, read_gold(str(SHARED / name / "truth.csv")), "truth")
+    scored = known >= 0
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names,
+                         worker_map="exact")
+    batch = (batch_em(data, config).q.argmax(axis=1)[scored] == known[scored]).mean()
+    online = (_online(data, PASSES)[1].argmax(axis=1)[scored] == known[scored]).mean()
+    gap = batch - online
+    if name in GAPS:
+        assert abs(gap) <= abs(GAPS[name]) + 0.005, (name, batch, online)
+    else:
+        assert abs(gap) <= 0.01, (name, batch, online)
+
+
+def _small_data():
+    rng = np.random.default_rng(7)
+    rows = ["task,worker,label"]
+    for item in range(60):
+        truth = item % 3
+        for worker in rng.choice(8, size=4, replace=False):
+            label = truth if rng.random() < 0.75 else int(rng.integers(3))
+            rows.append(f"i{item},w{worker},{label}")
+    return rows
+
+
+def test_the_statistics_hold_each_item_once(tmp_path):
+    """After any number of passes, stats[m, l, k] is the sum over slot m's answers l of the
+    answering item's latest posterior of truth k: each pass replaces an item's contribution."""
+    path = tmp_path / "answers.csv"
+    path.write_text("\n".join(_small_data()) + "\n")
+    data = read_answers(str(path))
+    for passes in (1, 3):
+        model = CrowdModel(CrowdConfig(n_labels=data.n_labels, label_names=data.label_names))
+        result = run_online(data, model, passes=passes)
+        slots = model.slots_for(data)
+        item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
+        expected = np.zeros_like(model.stats)
+        np.add.at(expected, (slots, data.rating_label), result.q[item])
+        assert np.allclose(model.stats, expected, atol=1e-9)
+        assert np.allclose(model.class_mass, result.q.sum(axis=0), atol=1e-9)
+        assert model.stats.sum() == pytest.approx(data.n_ratings)
+
+
+def test_online_em_is_reproducible_and_passes_climb_toward_batch(tmp_path):
+    path = tmp_path / "answers.csv"
+    path.write_text("\n".join(_small_data()) + "\n")
+    data = read_answers(str(path))
+    first = _online(data, 4)
+    again = _online(data, 4)
+    assert np.array_equal(first[0].alpha, again[0].alpha)
+    assert np.array_equal(first[1], again[1])
+    config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names,
+                         worker_map="exact")
+    batch = batch_em(data, config).q
+    one = np.abs(_online(data, 1)[1] - batch).max()
+    many = np.abs(_online(data, 30)[1] - batch).max()
+    assert many < one and many < 1e-3, (one, many)
+
+
+def test_the_class_prior_step_is_batch_ems():
+    """theta_newton maximises counts.theta - n log sum exp(theta) - |theta - base|^2 / 2: at its
+    result the gradient vanishes."""
+    theta = np.zeros(3)
+    counts = np.array([50.0, 30.0, 20.0])
+    base = np.log(np.full(3, 1 / 3))
+    kernels.theta_newton(theta, counts, counts.sum(), base, 20)
+    soft = np.exp(theta - theta.max())
+    soft /= soft.sum()
+    assert np.abs(counts - counts.sum() * soft - (theta - base)).max() < 1e-9
+
+
+def test_the_rank_one_row_step_is_batch_ems_cholesky_step():
+    """Online EM solves each row's Newton step by Sherman-Morrison (O(K)); batch EM factorises
+    the Hessian (O(K^3)).  From the same start and counts they reach the same rows."""
+    rng = np.random.default_rng(1)
+    K = 6
+    alpha = rng.normal(size=(3, K, K))
+    for slot in alpha:
+        np.fill_diagonal(slot, 0.0)
+    mu = rng.normal(size=(K, K))
+    np.fill_diagonal(mu, 0.0)
+    stats = rng.exponential(size=(3, K, K)) * 5
+    used = np.array([True, False, True])
+    cholesky, rank_one = alpha.copy(), alpha.copy()
+    kernels.alpha_rows_step(cholesky, mu, stats.reshape(-1, K), used, 1.0, 4.0, 3)
+    kernels.rows_step_rank_one(rank_one, mu, stats, used, 1.0, 4.0, 3)
+    assert np.abs(cholesky - rank_one).max() < 1e-10
+    assert np.abs(cholesky[0] - alpha[0]).max() > 0.1  # the rows did move
+    assert np.array_equal(rank_one[1], alpha[1])  # an unused slot is left alone
