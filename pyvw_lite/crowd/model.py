@@ -312,6 +312,9 @@ class CrowdModel:
             raise ValueError(f"t = {t!r:.40}: not an item count in 0..2^53")
         workers = _checked_workers(state["workers"], config)
         arrays = data.arrays
+        if sorted(arrays) == sorted(ARRAYS[:4]):
+            raise ValueError("saved by an earlier pyvw-lite, before online EM kept its "
+                             "statistics (stats, class_mass); fit the model again")
         if sorted(arrays) != sorted(ARRAYS):
             raise ValueError(f"arrays {', '.join(sorted(arrays))[:80]}, not {', '.join(ARRAYS)}")
         _check_shapes(arrays, config, len(workers))
