@@ -604,3 +604,14 @@ if __name__ == "__main__" and sys.argv[1:2] == ["structural-fuzz"]:
     answers_path, hostile_path = sys.argv[2:4]
     paths = dict(argument.split("=", 1) for argument in sys.argv[4:])
     print(json.dumps(structural_fuzz(answers_path, hostile_path, paths)))
+
+
+def test_a_crowd_model_from_before_the_online_statistics_says_so(crowd_models, tmp_path, capsys):
+    def without_statistics(header, arrays):
+        del arrays["stats"], arrays["class_mass"]
+    answers, models = crowd_models
+    old = tmp_path / "old.pvw"
+    old.write_bytes(edited(models["hash"], without_statistics))
+    code, err = crowd([answers, "-i", old, "-p", tmp_path / "out.csv"], capsys)
+    assert_one_line_refusal(code, err, f"{old}: malformed crowd model (saved by an earlier "
+                                       "pyvw-lite, before online EM kept its statistics")
