@@ -118,8 +118,8 @@ def test_the_rank_one_row_step_is_batch_ems_cholesky_step():
     stats = rng.exponential(size=(3, K, K)) * 5
     used = np.array([True, False, True])
     cholesky, rank_one = alpha.copy(), alpha.copy()
-    kernels.alpha_rows_step(cholesky, mu, stats.reshape(-1, K), used, 1.0, 4.0, 3)
-    kernels.rows_step_rank_one(rank_one, mu, stats, used, 1.0, 4.0, 3)
+    kernels.alpha_rows_step(cholesky, mu, stats, used, 1.0, 4.0, 3, False)
+    kernels.alpha_rows_step(rank_one, mu, stats, used, 1.0, 4.0, 3, True)
     assert np.abs(cholesky - rank_one).max() < 1e-10
     assert np.abs(cholesky[0] - alpha[0]).max() > 0.1  # the rows did move
     assert np.array_equal(rank_one[1], alpha[1])  # an unused slot is left alone

@@ -157,8 +157,9 @@ class BatchFit:
                                self.full_label, self.q, np.exp(self.b), cell_param, param_k,
                                param_l, c.symmetric, c.sigma_alpha, 1)
         elif not c.symmetric:
-            kernels.alpha_rows_step(model.alpha, model.mu, self.label_sums, self.used,
-                                    math.exp(c.kappa), c.sigma_alpha, 2)
+            K = model.alpha.shape[1]  # label_sums[m * K + l, k] is [m, l, k] of this view
+            kernels.alpha_rows_step(model.alpha, model.mu, self.label_sums.reshape(-1, K, K),
+                                    self.used, math.exp(c.kappa), c.sigma_alpha, 2, False)
         else:
             kernels.alpha_step(model.alpha, model.mu, self.compressed_start, self.compressed_row,
                                self.compressed_label, self.label_sums, self.fixed_beta,

@@ -532,11 +532,13 @@ def _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, gra
 
 
 @kernel(parallel=True)
-def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters):
+def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters, rank_one):
     """SPEC §E.3 step 2 when every beta is equal and the rows are untied (no --symmetric).
 
     Each row (slot m, truth k) is then its own (K-1)-dimensional concave problem in the answer
-    counts ``label_sums[m * K + l, k]``: Newton with backtracking, to convergence.
+    counts ``label_sums[m, l, k]`` (batch EM's sums, online EM's statistics): Newton with
+    backtracking, to convergence; each step by Cholesky, or with ``rank_one`` in O(K)
+    (:func:`_rank_one_solve`).
     """
     M, K, _ = alpha.shape
     inv_var = 1.0 / (sigma_alpha * sigma_alpha)
@@ -546,14 +548,14 @@ def alpha_rows_step(alpha, mu, label_sums, used, beta, sigma_alpha, newton_iters
         counts = np.empty(K)
         probs = np.empty(K)
         grad = np.empty(K)
-        hess = np.empty((K, K))
+        hess = np.empty((0, 0)) if rank_one else np.empty((K, K))
         step = np.empty(K)
         old = np.empty(K)
         for k in range(K):
             for l in range(K):
-                counts[l] = label_sums[m * K + l, k]
+                counts[l] = label_sums[m, l, k]
             _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, grad, hess,
-                        step, old)
+                        step, old, rank_one)
 
 
 @kernel
@@ -876,25 +878,3 @@ def incremental_em(alpha, mu, nu, stats, class_mass, stamp, t_start,
             for k in range(K):
                 log_prior[k] = theta[k] - log_total
     return t
-
-
-@kernel(parallel=True)
-def rows_step_rank_one(alpha, mu, stats, used, beta, sigma_alpha, newton_iters):
-    """:func:`alpha_rows_step` on online EM's statistics ``stats[m, l, k]``, each Newton step
-    solved in O(K) (:func:`_rank_one_solve`)."""
-    M, K, _ = alpha.shape
-    inv_var = 1.0 / (sigma_alpha * sigma_alpha)
-    for m in prange(M):
-        if not used[m]:
-            continue
-        counts = np.empty(K)
-        probs = np.empty(K)
-        grad = np.empty(K)
-        hess = np.empty((0, 0))
-        step = np.empty(K)
-        old = np.empty(K)
-        for k in range(K):
-            for l in range(K):
-                counts[l] = stats[m, l, k]
-            _row_newton(alpha, mu, m, k, counts, beta, inv_var, newton_iters, probs, grad, hess,
-                        step, old, True)

@@ -49,7 +49,7 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
     if data.n_labels != K:
         raise ValueError(f"the data has {data.n_labels} labels but the model {K}")
     if incremental(config):
-        announce_compile(kernels.incremental_em, kernels.rows_step_rank_one)
+        announce_compile(kernels.incremental_em, kernels.alpha_rows_step)
     else:
         announce_compile(kernels.online_em)
     rating_slot = model.slots_for(data, grow=not test_only)
@@ -141,8 +141,8 @@ def finish(model) -> None:
     if not used.any():
         return
     for _ in range(FINISH_ROUNDS):
-        kernels.rows_step_rank_one(model.alpha, model.mu, model.stats, used,
-                                   math.exp(config.kappa), config.sigma_alpha, NEWTON_ITERS)
+        kernels.alpha_rows_step(model.alpha, model.mu, model.stats, used,
+                                math.exp(config.kappa), config.sigma_alpha, NEWTON_ITERS, True)
         if config.sigma_mu > 0.0:
             unused = model.alpha[~used].copy()
             _hypermean_step(model, used)
