@@ -17,8 +17,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import numpy as np
 
 from ..learner.compile import learner_job
-from .crowd import CrowdRun
-from .crowd import run as run_crowd
+from ..crowd.run import CrowdRun
+from ..crowd.run import run as run_crowd
 
 
 def _crowd(method: str, batch: bool) -> None:
