@@ -38,8 +38,6 @@ LAZY = {
     "datasets.py": (("pyvw_lite.io",), "the bundled data's paths need no numba"),
     "options.py": (("pyvw_lite.vw_options",),
                    "VW's option list is read only to name an option VW has and we lack"),
-    "distributed/preload.py": (("pyvw_lite.cli.prebuild",),
-                               "dask-worker's entry point: it compiles when the worker starts"),
 }
 
 
