@@ -21,7 +21,9 @@ LAZY = {
     "cli/main.py": (("pyvw_lite.",),
                     "the command line answers --help and typos without loading numba"),
     "cli/app.py": (("pyvw_lite.",), "each subcommand loads only what it runs"),
-    "cli/crowd.py": (("pyvw_lite.crowd", "pyvw_lite.distributed", "pyvw_lite.jit"),
+    "cli/crowd.py": (("pyvw_lite.distributed",),
+                     "`pyvw-lite crowd` loads the sharded run only with --executor"),
+    "crowd/run.py": (("pyvw_lite.crowd", "pyvw_lite.jit"),
                      "`pyvw-lite crowd` loads the kernels of the method it fits"),
     "cli/bench.py": (("pyvw_lite.synthetic",), "data is generated only when missing"),
     "cli/crowd_bench.py": (("pyvw_lite.synthetic",), "data is generated only when missing"),
@@ -36,8 +38,6 @@ LAZY = {
     "datasets.py": (("pyvw_lite.io",), "the bundled data's paths need no numba"),
     "options.py": (("pyvw_lite.vw_options",),
                    "VW's option list is read only to name an option VW has and we lack"),
-    "distributed/preload.py": (("pyvw_lite.cli.prebuild",),
-                               "dask-worker's entry point: it compiles when the worker starts"),
 }
 
 

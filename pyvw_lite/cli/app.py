@@ -176,7 +176,7 @@ def compile_kernels(
     oaa, ect, sft, dyad, sft-dyad, oaa-dyad, active, crowd-online, crowd-batch, crowd-auto."""
     import os
 
-    from .prebuild import MODES, prebuild
+    from ..learner.prebuild import MODES, prebuild
     chosen = list(MODES) if all_modes or not modes else list(modes)
     if jobs < 0:
         typer.echo(f"pyvw-lite: error: --jobs {jobs}: at least 1 (0: one per core)", err=True)

@@ -12,11 +12,12 @@ import io
 import logging
 import os
 
+from ..learner.prebuild import prebuild
+
 DEFAULT_MODES = "binary,crowd-batch"
 
 
 def dask_setup(worker) -> None:
-    from ..cli.prebuild import prebuild
     modes = [name.strip() for name in
              os.environ.get("PYVW_LITE_PRELOAD_MODES", DEFAULT_MODES).split(",") if name.strip()]
     seconds = prebuild(modes, out=io.StringIO())  # unknown modes raise: the worker says why

@@ -1,9 +1,11 @@
-"""``pyvw-lite compile``: fill numba's kernel cache ahead of time.
+"""``pyvw-lite compile``'s work: fill numba's kernel cache ahead of time.
 
 Each mode runs a tiny job in this process through the same entry points a real run uses, so
 the kernels it compiles (same array types and layouts) are the ones a real run of that mode
 loads.  For Docker images, clusters and CI: afterwards the first real run of each mode starts
-from cached machine code.
+from cached machine code.  The command line (``cli/app.py``) and dask-worker's preload
+(``distributed/preload.py``) call :func:`prebuild`; it sits with the learner, the lowest layer
+that sees every family of kernels (the learner's and the crowd models').
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
-from ..learner.compile import learner_job
-from .crowd import CrowdRun
-from .crowd import run as run_crowd
+from ..crowd.run import CrowdRun
+from ..crowd.run import run as run_crowd
+from .compile import learner_job
 
 
 def _crowd(method: str, batch: bool) -> None:
