@@ -164,7 +164,7 @@ class BatchFit:
             kernels.alpha_step(model.alpha, model.mu, self.compressed_start, self.compressed_row,
                                self.compressed_label, self.label_sums, self.fixed_beta,
                                cell_param, param_k, param_l, True, c.sigma_alpha, 20)
-        _hypermean_step(model, self.used)
+        hypermean_step(model, self.used)
         if c.learn_priorz:
             mass = self.class_mass if not with_difficulty else self.q[self.free].sum(axis=0)
             _theta_step(self.theta, mass, self.n_free, c.log_priorz)
@@ -213,7 +213,7 @@ def batch_em(data: CrowdData, config: CrowdConfig, *, max_iters: int = 200, tol:
     return result
 
 
-def _hypermean_step(model: CrowdModel, used: np.ndarray) -> None:
+def hypermean_step(model: CrowdModel, used: np.ndarray) -> None:
     """SPEC §E.3 step 3 over the used slots; slots without data take the new mu."""
     c = model.config
     if c.sigma_mu > 0.0:

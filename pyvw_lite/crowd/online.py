@@ -23,6 +23,7 @@ import numpy as np
 from ..io.crowd_input import CrowdData
 from ..jit import announce_compile
 from . import kernels
+from .batch import hypermean_step
 from .model import CrowdModel
 
 CHUNK_ITEMS = 1 << 16
@@ -135,7 +136,6 @@ NEWTON_ITERS = 2  # per row and item: batch EM's row step takes 2 per iteration
 def finish(model) -> None:
     """Closing M-steps on the statistics: each used slot's rows (stale where the hypermean
     moved after the slot's last item), the hypermean, the class prior; batch EM's steps."""
-    from .batch import _hypermean_step
     config = model.config
     used = model.stamp > 0
     if not used.any():
@@ -145,7 +145,7 @@ def finish(model) -> None:
                                 math.exp(config.kappa), config.sigma_alpha, NEWTON_ITERS, True)
         if config.sigma_mu > 0.0:
             unused = model.alpha[~used].copy()
-            _hypermean_step(model, used)
+            hypermean_step(model, used)
             model.alpha[~used] = unused  # online EM leaves unwritten slots at nu
         if config.learn_priorz:
             kernels.theta_newton(model.theta, model.class_mass, float(model.class_mass.sum()),
