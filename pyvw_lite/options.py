@@ -287,8 +287,9 @@ NOT_IMPLEMENTED = {
     "truncated_normal_weights": "weights start at 0 (the constant's at -C W)",
     "sparse_weights": "its weight table is dense (2^b rows); lower -b to save memory",
 }
-_VW_OTHER = ("pyvw-lite implements VW's linear learner, --oaa/--ect, interactions, caching and "
-             "active learning (pyvw-lite --help lists its options)")
+_VW_OTHER = ("pyvw-lite implements VW's linear learner, --oaa/--ect (and its own --sft), "
+             "--lrq as --dyad, interactions, caching and active learning (pyvw-lite --help "
+             "lists its options)")
 
 
 def _unknown_option(name: str, prefix: str = "--") -> OptionError:

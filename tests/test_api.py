@@ -114,3 +114,23 @@ def test_a_model_with_one_flipped_bit_is_refused_everywhere_it_is_read(tmp_path,
     data_file = tmp_path / "d.vw"
     data_file.write_text("1 |a x1\n")
     assert main(["-d", str(data_file), "-i", str(bad), "--quiet"]) == 1
+
+
+def test_a_multiclass_workspace_predicts_classes_as_the_data_writes_them():
+    """As pyvw and the command line's -p: 1..K, or the names of --named_labels (it gave the
+    class index 0..K-1, every prediction off by one against the user's labels)."""
+    lines = ["1 |a x", "2 |a y", "3 |a z"] * 5
+    for args in ("--oaa 3", "--sft 3", "--ect 3"):
+        ws = Workspace(f"{args} --quiet")
+        ws.learn(lines)
+        assert ws.predict(["|a x", "|a y", "|a z"]).tolist() == [1, 2, 3], args
+        assert ws.predict("|a z") == 3 and isinstance(ws.predict("|a z"), int)
+        assert ws.predict_with_scores(["|a x"])[0].tolist() == [0]  # indices stay there
+    named = Workspace("--oaa 3 --named_labels a,b,c --quiet")
+    named.learn([line.replace("1 ", "a ").replace("2 ", "b ").replace("3 ", "c ")
+                 for line in lines])
+    assert named.predict(["|a x", "|a y", "|a z"]).tolist() == ["a", "b", "c"]
+    assert named.predict("|a y") == "b"
+    zero = Workspace("--oaa 3 --quiet")
+    zero.learn([line.replace("3 ", "0 ") for line in lines])  # 0-based labels, detected
+    assert zero.predict("|a z") == 0 and zero.predict("|a y") == 2

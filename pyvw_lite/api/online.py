@@ -134,7 +134,8 @@ class OnlineLearner:
 
     def predict_many(self, X: Iterable[Example]) -> np.ndarray:
         """One prediction per example (NaN, or None for a class, for a skipped one)."""
-        return self._aligned(self.workspace.predict, [self._line(x) for x in X])
+        return self._aligned(lambda batch: self.workspace.predict_with_scores(batch)[0],
+                             [self._line(x) for x in X])
 
     def _aligned(self, method, lines: list[str]) -> np.ndarray:
         """``method``'s outputs placed at their examples' positions."""

@@ -188,7 +188,7 @@ class _VWEstimator(BaseEstimator):
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self, "workspace_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
-        return self.workspace_.predict(matrix_batch(self._scaled_features(X)))
+        return self.workspace_.predict_with_scores(matrix_batch(self._scaled_features(X)))[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

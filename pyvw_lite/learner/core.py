@@ -248,10 +248,16 @@ class Learner(Configuration, ExampleChecks):
     def predict(self, examples):
         """Predictions for VW lines or a parsed batch, one per example used (``last_rows``: their
         rows); the model is not changed.  One line (a string without a newline) gives one
-        number (a class for a multiclass model), as pyvw's ``predict`` does."""
+        number, as pyvw's ``predict`` does.  A multiclass model predicts classes as the data
+        writes them and VW prints them: 1..K (0..K-1 under 0-based labels), or the names of
+        --named_labels (:meth:`predict_with_scores` gives class indices 0..K-1)."""
         predictions = self.predict_with_scores(examples)[0]
+        if self.reduction is not None:
+            predictions = self.reduction.class_labels(predictions)
         if one_line(examples, predictions):
-            return int(predictions[0]) if self.reduction is not None else float(predictions[0])
+            first = predictions[0]
+            return float(first) if self.reduction is None else \
+                first if isinstance(first, str) else int(first)
         return predictions
 
     def predict_with_scores(self, examples) -> tuple[np.ndarray, np.ndarray]:

@@ -117,6 +117,14 @@ class MulticlassReduction:
     def parse_label_number(self) -> bool:
         return self.names is None
 
+    def class_labels(self, classes: np.ndarray) -> np.ndarray:
+        """Class indices as the data writes them, as VW's predictions print them: the names of
+        --named_labels (an object array), else 1..K (0..K-1 once 0-based indexing is known)."""
+        classes = np.asarray(classes).astype(np.int64)
+        if self.names is not None:
+            return np.array(self.names, dtype=object)[classes]
+        return classes + (0 if self.indexing == 0 else 1)
+
     def label_text(self, value: int) -> str:
         if value < 0:
             return "unknown"
