@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..jit import kernel
-from .losses import HINGE, LOGISTIC, SQUARED, loss_slope
+from .losses import HINGE, SQUARED, loss_slope
 
 EXP_CAP = 700.0  # exponent arguments are clamped here (SPEC §B.2): no inf - inf, no 0·inf
 UNREACHABLE = 1
