@@ -131,12 +131,15 @@ def linear_ignored_counts(ex_int: np.ndarray, seg: np.ndarray, rows: np.ndarray,
     """Per example of ``rows``, its features in ``--ignore_linear`` namespaces: they learn no
     linear term, yet VW counts them among the example's features (the progress table's
     "current features" and "total feature number")."""
-    flagged = ignore[seg[:, SEG_BYTE]] == LINEAR_IGNORED
-    if not flagged.any():
+    if rows.size == 0 or not (ignore == LINEAR_IGNORED).any():
         return np.zeros(rows.size, dtype=np.int64)
-    sizes = np.where(flagged, seg[:, SEG_FEND] - seg[:, SEG_FSTART], 0).astype(np.int64)
+    first, last = ex_int[rows, SEG_START], ex_int[rows, SEG_END]
+    low = int(first.min())  # only the rows' own segments: one example at a time stays cheap
+    span = seg[low:int(last.max())]
+    flagged = ignore[span[:, SEG_BYTE]] == LINEAR_IGNORED
+    sizes = np.where(flagged, span[:, SEG_FEND] - span[:, SEG_FSTART], 0).astype(np.int64)
     ends = np.concatenate(([0], np.cumsum(sizes)))
-    return ends[ex_int[rows, SEG_END]] - ends[ex_int[rows, SEG_START]]
+    return ends[last - low] - ends[first - low]
 
 
 def namespace_messages(options: Options) -> list[str]:
