@@ -100,31 +100,227 @@ def _worker_counts(item_start, rating_worker, rating_label, rho, counts):
 
 
 @kernel
-def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha, prior_columns,
-              digamma_prior, a_pi, M, rho, counts, elog_v, mass, steps, tol):
-    """Up to ``steps`` coordinate-ascent iterations on one restart, in place; fewer when no
-    item's class posterior moves by ``tol``.  Each iteration: the worker counts and ``mass``
-    (sum_i rho_ic) from ``rho``, the expected logs of every Dirichlet factor, then the new
-    ``rho``.  Returns (iterations, converged, sum_i log-normaliser of the last); ``counts``
-    and ``mass`` are left as the last iteration's, every cell in its own column.
+def _vb_step(item_start, rating_worker, rating_label, label_count, gold, alpha, prior_columns,
+             digamma_prior, prior_sum, dead_log, a_pi, M, rho, counts, elog_v, mass, is_live,
+             live):
+    """One coordinate-ascent iteration on one restart, in place: the worker counts and
+    ``mass`` (sum_i rho_ic) from ``rho``, the expected logs of every Dirichlet factor, then the
+    new ``rho``.  Returns (L, move, sum_i log-normaliser): the live cells it counted (column j
+    of ``counts`` holds cell ``live[j]``), the largest move of an item's class posterior, and
+    the bound's data term.
 
-    Only the live cells (class-and-subtype cells to which some item gives a posterior above 0)
-    are counted and scored answer by answer, in compact columns (column j is cell
-    ``live[j]``).  A dead cell's counts are all 0, so its subtype weight and every worker's
-    answer Dirichlet there are the prior's: all dead cells of class k score alike, the log
-    prior plus the item's answer counts (``label_count[i, l]``) times the prior's expected
-    logs, K products per class and item instead of one term per answer and cell.  A dead class
-    whose score comes within e^-50 of an item's top cell gets a posterior again, and its cells
-    are live from the next iteration.  EBCC's sparse subtype prior empties most cells within
-    20-40 iterations, and the rest of a restart then costs about what BCC costs.
-
-    One thread per restart (restarts run side by side, :func:`bayes_fit`): on two cores a
-    parallel loop inside each iteration cost more in waking threads than it saved.  A worker
-    never gave answer ``l`` when its counts for ``l`` are all 0, and then ``digamma`` of the
-    prior alone is looked up (``digamma_prior``), not recomputed."""
+    Only the live cells (``is_live``: class-and-subtype cells to which some item gives a
+    posterior above 0) are counted and scored answer by answer.  A dead cell's counts are all
+    0, so its subtype weight and every worker's answer Dirichlet there are the prior's: all
+    dead cells of class k score alike, the log prior plus the item's answer counts
+    (``label_count[i, l]``) times the prior's expected logs (``dead_log``), K products per
+    class and item instead of one term per answer and cell.  A dead class whose score comes
+    within e^-50 of an item's top cell gets a posterior again, and its cells are live from the
+    next iteration.  EBCC's sparse subtype prior empties most cells within 20-40 iterations,
+    and the rest of a restart then costs about what BCC costs.  A worker never gave answer
+    ``l`` when its counts for ``l`` are all 0, and then ``digamma`` of the prior alone is
+    looked up (``digamma_prior``), not recomputed."""
     n_items, KM = rho.shape
     K = KM // M
     W = counts.shape[0]
+    totals = np.empty(KM)
+    log_prior = np.empty(KM)
+    score = np.empty(KM)
+    share = np.empty(KM)
+    dead_score = np.empty(K)
+    dead_prior = np.empty(K)  # the log prior of a dead cell of class k (mass 0: all alike)
+    n_dead = np.zeros(K, dtype=np.int64)  # dead cells of class k
+    live_class = np.empty(KM, dtype=np.int64)  # the class of cell live[j]
+    was_live = np.empty(KM, dtype=np.bool_)
+    old_class = np.empty(K)  # an item's class posterior before and after the step
+    new_class = np.empty(K)
+    L = 0
+    for c in range(KM):
+        if is_live[c]:
+            live[L] = c
+            live_class[L] = c // M
+            L += 1
+        else:
+            n_dead[c // M] += 1
+    counts[:, :, :L] = 0.0
+    mass[:] = 0.0
+    for i in range(n_items):
+        for j in range(L):
+            share[j] = rho[i, live[j]]
+            mass[live[j]] += share[j]
+        for r in range(item_start[i], item_start[i + 1]):
+            w = rating_worker[r]
+            l = rating_label[r]
+            for j in range(L):
+                counts[w, l, j] += share[j]
+    for w in range(W):
+        for j in range(L):
+            totals[j] = prior_sum[live[j]]
+        for l in range(K):
+            for j in range(L):
+                totals[j] += counts[w, l, j]
+        for j in range(L):
+            totals[j] = digamma(totals[j])
+        for l in range(K):
+            for j in range(L):
+                x = counts[w, l, j]
+                elog_v[w, l, j] = (digamma(x + prior_columns[l, live[j]]) if x != 0.0
+                                   else digamma_prior[l, live[j]]) - totals[j]
+    class_total = 0.0
+    for k in range(K):
+        pi_total = 0.0
+        for m in range(M):
+            pi_total += a_pi + mass[k * M + m]
+            class_total += mass[k * M + m]
+        class_total += alpha[k]
+        psi_pi = digamma(pi_total)
+        dead_prior[k] = digamma(a_pi) - psi_pi  # a cell of mass 0
+        for m in range(M):
+            log_prior[k * M + m] = digamma(a_pi + mass[k * M + m]) - psi_pi
+    psi_tau = digamma(class_total)
+    for k in range(K):
+        class_mass = alpha[k]
+        for m in range(M):
+            class_mass += mass[k * M + m]
+        tau = digamma(class_mass) - psi_tau
+        dead_prior[k] += tau
+        for m in range(M):
+            log_prior[k * M + m] += tau
+    bound = 0.0
+    move = 0.0
+    was_live[:] = is_live
+    is_live[:] = False
+    for i in range(n_items):
+        for j in range(L):
+            score[j] = log_prior[live[j]]
+        for r in range(item_start[i], item_start[i + 1]):
+            w = rating_worker[r]
+            l = rating_label[r]
+            for j in range(L):
+                score[j] += elog_v[w, l, j]
+        top = -np.inf
+        for k in range(K):
+            dead_score[k] = -np.inf
+            if n_dead[k] > 0 and (gold[i] < 0 or gold[i] == k):
+                value = dead_prior[k]
+                for l in range(K):
+                    value += label_count[i, l] * dead_log[k, l]
+                dead_score[k] = value
+                top = max(top, value)
+        for j in range(L):
+            if gold[i] >= 0 and live_class[j] != gold[i]:
+                score[j] = -np.inf
+            top = max(top, score[j])
+        norm = 0.0
+        for j in range(L):  # e^-50 < 2e-22 of the top cell's 1: left out, not computed
+            gap = score[j] - top
+            score[j] = math.exp(gap) if gap > -50.0 else 0.0
+            norm += score[j]
+        for k in range(K):
+            gap = dead_score[k] - top
+            dead_score[k] = math.exp(gap) if gap > -50.0 else 0.0
+            norm += n_dead[k] * dead_score[k]
+        bound += top + math.log(norm)
+        inv = 1.0 / norm
+        for k in range(K):
+            old_class[k] = 0.0
+            new_class[k] = 0.0
+        for j in range(L):  # a dead cell's posterior was 0: only live cells held any
+            c = live[j]
+            old_class[live_class[j]] += rho[i, c]
+            value = score[j] * inv
+            rho[i, c] = value
+            new_class[live_class[j]] += value
+            if value != 0.0:
+                is_live[c] = True
+        for k in range(K):
+            if dead_score[k] != 0.0:  # class k's dead cells come back
+                value = dead_score[k] * inv
+                for m in range(M):
+                    if not was_live[k * M + m]:
+                        rho[i, k * M + m] = value
+                        new_class[k] += value
+                        is_live[k * M + m] = True
+            move = max(move, abs(new_class[k] - old_class[k]))
+    return L, move, bound
+
+
+@kernel
+def _live_cells(rho, is_live):
+    """is_live[c]: some item gives cell c a posterior above 0."""
+    is_live[:] = False
+    for i in range(rho.shape[0]):
+        for c in range(rho.shape[1]):
+            if rho[i, c] != 0.0:
+                is_live[c] = True
+
+
+@kernel
+def _keep_columns(rho, columns, L, into):
+    """into[:, j] = rho[:, columns[j]] for j < L."""
+    for i in range(rho.shape[0]):
+        for j in range(L):
+            into[i, j] = rho[i, columns[j]]
+
+
+@kernel
+def _extrapolate(r0, r1, r2, columns, L, rho, is_live):
+    """SQUAREM's step (Varadhan & Roland 2008, scheme S3) from three successive posteriors,
+    each held in the ``L`` columns ``columns`` (every other cell is 0 in all three):
+    ``rho = r0 - 2 a r + a^2 v`` with ``r = r1 - r0``, ``v = r2 - r1 - r`` and ``a = -|r| /
+    |v|`` (at most -1; a = -1 gives r2), then each row clipped at 0, a cell that is 0 in ``r2``
+    kept at 0, and rescaled to sum 1 (a row left with nothing takes r2's).  Returns ``a``;
+    ``is_live`` is set from the new ``rho``."""
+    rr = 0.0
+    vv = 0.0
+    n = rho.shape[0]
+    for i in range(n):
+        for j in range(L):
+            r = r1[i, j] - r0[i, j]
+            v = r2[i, j] - r1[i, j] - r
+            rr += r * r
+            vv += v * v
+    a = -math.sqrt(rr / vv) if vv > 0.0 else -1.0
+    a = min(a, -1.0)
+    is_live[:] = False
+    for i in range(n):
+        total = 0.0
+        for j in range(L):
+            value = 0.0
+            if r2[i, j] != 0.0:
+                r = r1[i, j] - r0[i, j]
+                v = r2[i, j] - r1[i, j] - r
+                value = max(r0[i, j] - 2.0 * a * r + a * a * v, 0.0)
+            rho[i, columns[j]] = value
+            total += value
+        if total == 0.0:
+            for j in range(L):
+                rho[i, columns[j]] = r2[i, j]
+                total += r2[i, j]
+        for j in range(L):
+            rho[i, columns[j]] /= total
+            if rho[i, columns[j]] != 0.0:
+                is_live[columns[j]] = True
+    return a
+
+
+@kernel
+def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha, prior_columns,
+              digamma_prior, a_pi, M, rho, counts, elog_v, mass, steps, tol, accelerate):
+    """Up to ``steps`` iterations of :func:`_vb_step` on one restart, in place; fewer once an
+    iteration moves no item's class posterior by ``tol``.  Returns (iterations, converged, the
+    last iteration's bound data term); ``counts`` and ``mass`` are left as the last
+    iteration's, every cell in its own column.
+
+    With ``accelerate``, iterations go in SQUAREM cycles (:func:`_extrapolate`): two plain
+    iterations, a step along their trend, and one iteration from there, kept if its bound is
+    at least the second plain iteration's (else the cycle ends at the second).  Mean-field
+    coordinate ascent creeps where EBCC's subtypes empty slowly; the cycles reached the same
+    bounds in a third to a half of the iterations on the shared sets.  Convergence is judged on
+    plain iterations only, and the last iteration is always a plain one, so the bound and the
+    counts returned belong to the returned ``rho``."""
+    n_items, KM = rho.shape
+    K = KM // M
     prior_sum = np.zeros(KM)
     for l in range(K):
         for c in range(KM):
@@ -134,139 +330,79 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
         psi_sum = digamma(prior_sum[k * M])
         for l in range(K):
             dead_log[k, l] = digamma_prior[l, k * M] - psi_sum
-    totals = np.empty(KM)
-    log_prior = np.empty(KM)
-    score = np.empty(KM)
-    share = np.empty(KM)
-    dead_score = np.empty(K)
-    dead_prior = np.empty(K)  # the log prior of a dead cell of class k (mass 0: all alike)
-    n_dead = np.zeros(K, dtype=np.int64)  # dead cells of class k
-    live = np.empty(KM, dtype=np.int64)
-    live_class = np.empty(KM, dtype=np.int64)  # the class of cell live[j]
     is_live = np.zeros(KM, dtype=np.bool_)
-    for i in range(n_items):
-        for c in range(KM):
-            if rho[i, c] != 0.0:
-                is_live[c] = True
-    was_live = np.empty(KM, dtype=np.bool_)
-    old_class = np.empty(K)  # an item's class posterior before and after the step
-    new_class = np.empty(K)
+    live = np.empty(KM, dtype=np.int64)
+    _live_cells(rho, is_live)
+    cycle = accelerate and steps >= 4
+    r0 = np.empty((n_items, KM) if cycle else (0, KM))  # compact: column j is columns[j]
+    r1 = np.empty_like(r0)
+    r2 = np.empty_like(r0)
+    columns = np.empty(KM, dtype=np.int64)
+    live_at_r2 = np.empty(KM, dtype=np.bool_)
+    in_cycle = np.empty(KM, dtype=np.bool_)
+    done = 0
     bound = 0.0
     L = 0
-    for step in range(steps):
-        L = 0
-        n_dead[:] = 0
+    converged = False
+    while done < steps:
+        if not cycle or steps - done < 4:  # room for a cycle and a last plain iteration
+            L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count,
+                                      gold, alpha, prior_columns, digamma_prior, prior_sum,
+                                      dead_log, a_pi, M, rho, counts, elog_v, mass, is_live,
+                                      live)
+            done += 1
+            if move < tol:
+                converged = True
+                break
+            continue
+        kept = 0  # the cycle's cells: those live now (others stay 0 unless a class revives)
+        in_cycle[:] = is_live
         for c in range(KM):
             if is_live[c]:
-                live[L] = c
-                live_class[L] = c // M
-                L += 1
-            else:
-                n_dead[c // M] += 1
-        counts[:, :, :L] = 0.0
-        mass[:] = 0.0
-        for i in range(n_items):
-            for j in range(L):
-                share[j] = rho[i, live[j]]
-                mass[live[j]] += share[j]
-            for r in range(item_start[i], item_start[i + 1]):
-                w = rating_worker[r]
-                l = rating_label[r]
-                for j in range(L):
-                    counts[w, l, j] += share[j]
-        for w in range(W):
-            for j in range(L):
-                totals[j] = prior_sum[live[j]]
-            for l in range(K):
-                for j in range(L):
-                    totals[j] += counts[w, l, j]
-            for j in range(L):
-                totals[j] = digamma(totals[j])
-            for l in range(K):
-                for j in range(L):
-                    x = counts[w, l, j]
-                    elog_v[w, l, j] = (digamma(x + prior_columns[l, live[j]]) if x != 0.0
-                                       else digamma_prior[l, live[j]]) - totals[j]
-        class_total = 0.0
-        for k in range(K):
-            pi_total = 0.0
-            for m in range(M):
-                pi_total += a_pi + mass[k * M + m]
-                class_total += mass[k * M + m]
-            class_total += alpha[k]
-            psi_pi = digamma(pi_total)
-            dead_prior[k] = digamma(a_pi) - psi_pi  # a cell of mass 0
-            for m in range(M):
-                log_prior[k * M + m] = digamma(a_pi + mass[k * M + m]) - psi_pi
-        psi_tau = digamma(class_total)
-        for k in range(K):
-            class_mass = alpha[k]
-            for m in range(M):
-                class_mass += mass[k * M + m]
-            tau = digamma(class_mass) - psi_tau
-            dead_prior[k] += tau
-            for m in range(M):
-                log_prior[k * M + m] += tau
-        bound = 0.0
-        move = 0.0
-        was_live[:] = is_live
-        is_live[:] = False
-        for i in range(n_items):
-            for j in range(L):
-                score[j] = log_prior[live[j]]
-            for r in range(item_start[i], item_start[i + 1]):
-                w = rating_worker[r]
-                l = rating_label[r]
-                for j in range(L):
-                    score[j] += elog_v[w, l, j]
-            top = -np.inf
-            for k in range(K):
-                dead_score[k] = -np.inf
-                if n_dead[k] > 0 and (gold[i] < 0 or gold[i] == k):
-                    value = dead_prior[k]
-                    for l in range(K):
-                        value += label_count[i, l] * dead_log[k, l]
-                    dead_score[k] = value
-                    top = max(top, value)
-            for j in range(L):
-                if gold[i] >= 0 and live_class[j] != gold[i]:
-                    score[j] = -np.inf
-                top = max(top, score[j])
-            norm = 0.0
-            for j in range(L):  # e^-50 < 2e-22 of the top cell's 1: left out, not computed
-                gap = score[j] - top
-                score[j] = math.exp(gap) if gap > -50.0 else 0.0
-                norm += score[j]
-            for k in range(K):
-                gap = dead_score[k] - top
-                dead_score[k] = math.exp(gap) if gap > -50.0 else 0.0
-                norm += n_dead[k] * dead_score[k]
-            bound += top + math.log(norm)
-            inv = 1.0 / norm
-            for k in range(K):
-                old_class[k] = 0.0
-                new_class[k] = 0.0
-            for j in range(L):  # a dead cell's posterior was 0: only live cells held any
-                c = live[j]
-                old_class[live_class[j]] += rho[i, c]
-                value = score[j] * inv
-                rho[i, c] = value
-                new_class[live_class[j]] += value
-                if value != 0.0:
-                    is_live[c] = True
-            for k in range(K):
-                if dead_score[k] != 0.0:  # class k's dead cells come back
-                    value = dead_score[k] * inv
-                    for m in range(M):
-                        if not was_live[k * M + m]:
-                            rho[i, k * M + m] = value
-                            new_class[k] += value
-                            is_live[k * M + m] = True
-                move = max(move, abs(new_class[k] - old_class[k]))
-        if move < tol or step == steps - 1:
-            _spread_counts(counts, live, L)
-            return step + 1, move < tol, bound
-    return steps, False, bound
+                columns[kept] = c
+                kept += 1
+        _keep_columns(rho, columns, kept, r0)
+        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
+                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
+                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
+        done += 1
+        if move < tol:
+            converged = True
+            break
+        _keep_columns(rho, columns, kept, r1)
+        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
+                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
+                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
+        done += 1
+        if move < tol:
+            converged = True
+            break
+        revived = False
+        for c in range(KM):
+            if is_live[c] and not in_cycle[c]:
+                revived = True
+        if revived:
+            continue  # a class came back: no trend to follow
+        second = bound - _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+        _keep_columns(rho, columns, kept, r2)
+        live_at_r2[:] = is_live
+        if _extrapolate(r0, r1, r2, columns, kept, rho, is_live) == -1.0:
+            continue  # no trend to follow: rho is r2
+        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
+                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
+                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
+        done += 1
+        third = bound - _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+        if third < second:  # back to r2
+            for i in range(n_items):
+                for c in range(KM):
+                    rho[i, c] = 0.0
+                for j in range(kept):
+                    rho[i, columns[j]] = r2[i, j]
+            is_live[:] = live_at_r2
+    bound -= _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+    _spread_counts(counts, live, L)
+    return done, converged, bound
 
 
 @kernel
@@ -285,23 +421,24 @@ def _spread_counts(counts, live, L):
 
 
 @kernel
-def _vb_divergence(counts, prior_columns, mass, a_pi, alpha, M):
-    """The KL divergences of the bound: every worker's answer Dirichlets (from ``counts``, in
-    their answer-major layout), the subtype weights (M > 1) and the class prior, from their
-    priors."""
-    W, K, KM = counts.shape
+def _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M):
+    """The KL divergences of the bound from their priors: every worker's answer Dirichlets of
+    the live cells (column j of ``counts`` is cell ``live[j]``, answer-major; a dead cell's
+    Dirichlet is its prior's, KL 0), the subtype weights (M > 1) and the class prior."""
+    W, K = counts.shape[0], counts.shape[1]
     total = 0.0
     for w in range(W):
-        for c in range(KM):
+        for j in range(L):
+            c = live[j]
             a_sum = 0.0
             b_sum = 0.0
             for l in range(K):
-                a_sum += counts[w, l, c] + prior_columns[l, c]
+                a_sum += counts[w, l, j] + prior_columns[l, c]
                 b_sum += prior_columns[l, c]
             psi_sum = digamma(a_sum)
             kl = math.lgamma(a_sum) - math.lgamma(b_sum)
             for l in range(K):
-                a = counts[w, l, c] + prior_columns[l, c]
+                a = counts[w, l, j] + prior_columns[l, c]
                 b = prior_columns[l, c]
                 kl += math.lgamma(b) - math.lgamma(a) + (a - b) * (digamma(a) - psi_sum)
             total += kl
@@ -392,17 +529,16 @@ class _Problem:
         item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
         np.add.at(self.label_count, (item, data.rating_label), 1.0)
 
-    def advance(self, run: _Restart, steps: int, tol: float) -> None:
-        """Up to ``steps`` more iterations, then the restart's bound."""
+    def advance(self, run: _Restart, steps: int, tol: float, accelerate: bool = True) -> None:
+        """Up to ``steps`` more iterations (SQUAREM cycles with ``accelerate``), and the
+        restart's bound after the last."""
         d = self.data
-        done, converged, bound = _vb_steps(
+        done, converged, run.elbo = _vb_steps(
             d.item_start, d.rating_worker, d.rating_label, self.label_count, d.gold, self.alpha,
             self.prior_columns, self.digamma_prior, self.a_pi, self.M, run.rho, run.counts,
-            run.elog_v, run.mass, steps, tol)
+            run.elog_v, run.mass, steps, tol, accelerate)
         run.iterations += done
         run.converged = converged
-        run.elbo = bound - _vb_divergence(run.counts, self.prior_columns, run.mass, self.a_pi,
-                                          self.alpha, self.M)
 
     def result(self, run: _Restart) -> "BayesResult":
         d, K, M = self.data, self.data.n_labels, self.M
@@ -422,8 +558,8 @@ def _digamma_value(x: float) -> float:
 
 def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: float = 4.0,
               b_v: float = 1.0, restarts: int = 10, max_iters: int = 500, tol: float = 1e-3,
-              seed: int = 0, empirical_prior: bool = True, track_elbo: bool = False
-              ) -> BayesResult:
+              seed: int = 0, empirical_prior: bool = True, track_elbo: bool = False,
+              accelerate: bool = True) -> BayesResult:
     """Fit BCC (``subtypes=1``) or EBCC by mean-field VB; the best bound of ``restarts`` seeded
     restarts is kept (``restart_elbos`` lists them all).  Converged when no item's class
     posterior moves by ``tol`` in an iteration.  The bound is computed at the end of each
@@ -459,7 +595,7 @@ def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: fl
                 problem.advance(run, 1, tol)
                 run.history.append(run.elbo)
         else:
-            problem.advance(run, max_iters, tol)
+            problem.advance(run, max_iters, tol, accelerate)
         return run
 
     runs = _side_by_side(fit, range(count))
