@@ -383,7 +383,8 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
                 revived = True
         if revived:
             continue  # a class came back: no trend to follow
-        second = bound - _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+        second = bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass,
+                                          a_pi, alpha, M)
         _keep_columns(rho, columns, kept, r2)
         live_at_r2[:] = is_live
         if _extrapolate(r0, r1, r2, columns, kept, rho, is_live) == -1.0:
@@ -392,7 +393,8 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
                                   alpha, prior_columns, digamma_prior, prior_sum, dead_log,
                                   a_pi, M, rho, counts, elog_v, mass, is_live, live)
         done += 1
-        third = bound - _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+        third = bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass,
+                                         a_pi, alpha, M)
         if third < second:  # back to r2
             for i in range(n_items):
                 for c in range(KM):
@@ -400,7 +402,7 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
                 for j in range(kept):
                     rho[i, columns[j]] = r2[i, j]
             is_live[:] = live_at_r2
-    bound -= _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M)
+    bound -= _live_divergence(counts, elog_v, live, L, prior_columns, mass, a_pi, alpha, M)
     _spread_counts(counts, live, L)
     return done, converged, bound
 
@@ -421,26 +423,34 @@ def _spread_counts(counts, live, L):
 
 
 @kernel
-def _live_divergence(counts, live, L, prior_columns, mass, a_pi, alpha, M):
+def _live_divergence(counts, elog_v, live, L, prior_columns, mass, a_pi, alpha, M):
     """The KL divergences of the bound from their priors: every worker's answer Dirichlets of
-    the live cells (column j of ``counts`` is cell ``live[j]``, answer-major; a dead cell's
-    Dirichlet is its prior's, KL 0), the subtype weights (M > 1) and the class prior."""
+    the live cells (column j of ``counts`` is cell ``live[j]``, answer-major), the subtype
+    weights (M > 1) and the class prior.
+
+    ``elog_v`` must be the expected logs of ``counts`` (as :func:`_vb_step` leaves them): a
+    Dirichlet's KL is ``lgamma(sum a) - lgamma(sum b) + sum_l [lgamma(b_l) - lgamma(a_l) +
+    (a_l - b_l) E log v_l]``, and a cell of answer ``l`` the worker never gave (a_l = b_l)
+    adds nothing, so only the answers a worker gave cost a log-gamma; a dead cell's
+    Dirichlet is its prior's, KL 0."""
     W, K = counts.shape[0], counts.shape[1]
     total = 0.0
     for w in range(W):
         for j in range(L):
             c = live[j]
-            a_sum = 0.0
+            n_sum = 0.0
             b_sum = 0.0
             for l in range(K):
-                a_sum += counts[w, l, j] + prior_columns[l, c]
+                n_sum += counts[w, l, j]
                 b_sum += prior_columns[l, c]
-            psi_sum = digamma(a_sum)
-            kl = math.lgamma(a_sum) - math.lgamma(b_sum)
+            if n_sum == 0.0:
+                continue
+            kl = math.lgamma(b_sum + n_sum) - math.lgamma(b_sum)
             for l in range(K):
-                a = counts[w, l, j] + prior_columns[l, c]
-                b = prior_columns[l, c]
-                kl += math.lgamma(b) - math.lgamma(a) + (a - b) * (digamma(a) - psi_sum)
+                x = counts[w, l, j]
+                if x != 0.0:
+                    b = prior_columns[l, c]
+                    kl += math.lgamma(b) - math.lgamma(b + x) + x * elog_v[w, l, j]
             total += kl
     post_pi = np.empty((K, M))
     prior_pi = np.full((K, M), a_pi)
