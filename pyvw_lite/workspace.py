@@ -10,12 +10,15 @@ The same object serves the command line (``run``) and Python (``learn``/``predic
 """
 from __future__ import annotations
 
+from typing import Sequence, TextIO
+
 from .distributed.learn import ShardedDriver
 from .io.model_io import ModelData
 from .io.vw_text import ParsedBatch, format_prediction
 from .learner import audit, persist
 from .learner.checks import ParseError
-from .learner.core import Learner
+from .learner.core import Learner, read_options
+from .options import Options
 from .run.driver import Driver
 
 __all__ = ["ParseError", "Workspace", "format_prediction"]
@@ -23,6 +26,15 @@ __all__ = ["ParseError", "Workspace", "format_prediction"]
 
 class Workspace(Learner):
     """A learner configured by VW options; see the module docstring."""
+
+    def __init__(self, args: str | Sequence[str] | Options | None = None, *,
+                 arg_str: str | None = None, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None, **keywords):
+        """A learner from VW options as pyvw takes them (a command line, an argv list and/or
+        keyword values; ``arg_str`` is pyvw's name of the command line), resuming the model
+        file ``-i`` names."""
+        options, model = read_options(args, arg_str=arg_str, **keywords)
+        super().__init__(options, model, stdout=stdout, stderr=stderr)
 
     def __enter__(self) -> "Workspace":
         return self

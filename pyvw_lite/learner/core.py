@@ -9,12 +9,12 @@ from typing import Sequence, TextIO
 
 import numpy as np
 
-from ..io.model_io import ModelData, ModelError, load_model
+from ..io.model_io import ModelData, load_model
 from ..io.vw_text import INITIAL, LABEL, NLABEL, WEIGHT, ParsedBatch
 from ..jit import announce_compile
 from ..learners import gd
 from ..learners.losses import LOGISTIC
-from ..options import options_from
+from ..options import Options, options_from
 from ..reductions import interactions as interactions_mod
 from ..reductions.dyad import dyadic_hmin_examples
 from ..reductions.multiclass import UNLABELLED
@@ -22,7 +22,7 @@ from ..reductions.scorer import logistic
 from ..reductions.tree import bracket
 from .checks import ExampleChecks
 from .configuration import Configuration
-from .model_options import check_learner_model, merge_model_options
+from .model_options import resumed_options
 
 
 def one_line(examples, results: np.ndarray) -> bool:
@@ -31,31 +31,49 @@ def one_line(examples, results: np.ndarray) -> bool:
     return isinstance(examples, str) and "\n" not in examples.strip() and results.size == 1
 
 
+def read_options(args: str | Sequence[str] | Options | None = None, *,
+                 arg_str: str | None = None, **keywords) -> tuple[Options, ModelData | None]:
+    """VW options as pyvw takes them (a command line, an argv list and/or keyword values;
+    ``arg_str`` is pyvw's name of the command line) and the model file ``-i`` names, read."""
+    if arg_str is not None:  # pyvw's name of the command line
+        if args is not None:
+            raise TypeError("give the command line once: args or arg_str")
+        args = arg_str
+    options = options_from(args, **keywords)
+    return options, load_model(options.initial_regressor) if options.initial_regressor else None
+
+
 class Learner(Configuration, ExampleChecks):
     """A learner configured by VW options: ``learn``, ``predict`` and ``h_min`` on VW lines or
     parsed batches.  :class:`pyvw_lite.Workspace` adds model files and the run."""
 
-    def __init__(self, args: str | Sequence[str] | None = None, *, arg_str: str | None = None,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None, **keywords):
-        if arg_str is not None:  # pyvw's name of the command line
-            if args is not None:
-                raise TypeError("give the command line once: args or arg_str")
-            args = arg_str
-        options = options_from(args, **keywords)
-        self.model: ModelData | None = None
-        if options.initial_regressor:
-            self.model = load_model(options.initial_regressor)
-            if self.model.state.get("kind") == "crowd":
-                raise ModelError(f"{options.initial_regressor}: a crowd model (from `pyvw-lite "
-                                 "crowd`); continue it with `pyvw-lite crowd -i`")
-            check_learner_model(options.initial_regressor, self.model)
-            options = merge_model_options(options, self.model)
+    def __init__(self, options: Options, model: ModelData | None = None, *,
+                 stdout: TextIO | None = None, stderr: TextIO | None = None):
+        """A learner from parsed options and, when they resume a model (``-i``), that model as
+        read: it reads no file itself (:meth:`from_args` reads the options and the model as
+        pyvw takes them)."""
+        options = options_from(options)  # its own copy: a run may change it (--no_stdin's -d)
+        if model is not None:
+            options = resumed_options(options, model)
+        elif options.initial_regressor:
+            raise ValueError(f"-i {options.initial_regressor}: read the model first "
+                             "(Learner.from_args)")
+        self.model = model
         self.options = options
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.quiet = bool(options.quiet)
         self.log_lines: list[str] = []
         self._configure()
+
+    @classmethod
+    def from_args(cls, args: str | Sequence[str] | Options | None = None, *,
+                  arg_str: str | None = None, stdout: TextIO | None = None,
+                  stderr: TextIO | None = None, **keywords) -> "Learner":
+        """A learner from VW options as pyvw takes them, resuming the model file ``-i`` names
+        (:func:`read_options`)."""
+        return cls(*read_options(args, arg_str=arg_str, **keywords), stdout=stdout,
+                   stderr=stderr)
 
     def __getstate__(self):
         state = dict(self.__dict__)
