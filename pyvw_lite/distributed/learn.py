@@ -581,7 +581,7 @@ class ShardedDriver(Driver):
                             if line not in said:
                                 said.add(line)
                                 ws.log(line)
-                        ws.skipped += result["skipped"]
+                        ws.checks.skipped += result["skipped"]
                     account_result(self.progress, executor, shard, result, learn_args)
                     for (handle, _), text in zip(writers, result["predictions"]):
                         handle.write(text)
