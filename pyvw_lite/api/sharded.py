@@ -17,13 +17,14 @@ def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 
     if averaging not in AVERAGING:
         raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}")
     workspace = Workspace(list(argv) + ["--quiet"])
-    options = shard_options(workspace.options)
+    learner = workspace.learner
+    options = shard_options(learner.options)
     handles = [executor.put(shard)
                for shard in line_shards(lines, max(1, shards or executor.workers))]
     for pass_index in range(passes):
-        results = run_pass(executor, handles, workspace, options, pass_index)
-        combine(workspace, results, averaging)
-        workspace.params[P_ETA] *= workspace.options.decay_learning_rate
+        results = run_pass(executor, handles, learner, options, pass_index)
+        combine(learner, results, averaging)
+        learner.params[P_ETA] *= learner.options.decay_learning_rate
         if report is not None:
             report(pass_index + 1, workspace)
     return workspace

@@ -307,7 +307,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
         return self._class_scores(X)
 
     def _class_scores(self, X) -> np.ndarray:
-        ws = self.workspace_
+        ws = self.workspace_.learner
         batch = matrix_batch(self._scaled_features(X))
         batch.classes = np.full(batch.ex_int.shape[0], -1, dtype=np.int64)
         scores = np.empty((batch.ex_int.shape[0], len(self.classes_)))

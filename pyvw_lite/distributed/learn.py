@@ -491,7 +491,7 @@ class ShardedDriver(Driver):
 
     def run(self) -> int:
         o, ws = self.o, self.ws
-        self.check_outputs()
+        self.plan.check_outputs()
         for flag in ("audit", "invert_hash"):
             if getattr(o, flag):
                 raise OptionError(f"--{flag} follows one learner example by example; run it "
@@ -523,17 +523,17 @@ class ShardedDriver(Driver):
         if executor.same_machine and local_file(o.data):
             shards = range_shards(o.data, n_shards)
         else:
-            shards, _ = file_shards(o.data, n_shards, damaged=self.damaged_input)
+            shards, _ = file_shards(o.data, n_shards, damaged=self.plan.damaged_input)
         cut = time.perf_counter() - clock
-        cache_path = self.cache_path()
+        cache_path = self.plan.cache_path()
         if cache_path is not None:  # each shard streams through a cache file of its own
-            settings = self.cache_settings()
+            settings = self.plan.cache_settings()
             shard_caches = [f"{cache_path}.shard{index + 1}of{n_shards}"
                             for index in range(len(shards))]
             for path in shard_caches:  # a FIFO there would block a worker that heartbeats on
                 if os.path.lexists(path):
                     cache_io.refuse_foreign(path)
-            self.check_outputs(shard_caches)
+            self.plan.check_outputs(shard_caches)
             for index, shard in enumerate(shards):
                 shard["cache"] = shard_caches[index]
                 where = [shard["start"], shard["end"]] if "path" in shard else None
@@ -547,9 +547,9 @@ class ShardedDriver(Driver):
         if o.timings and self.err is not None:
             self.err.write(f"timings: read and cut {n_shards} shards {cut:.2f} s, "
                            f"send them to the workers {scattered:.2f} s\n")
-        self.announce_interactions()
+        self.plan.announce_interactions()
         if self.err is not None:
-            preamble = self.preamble(None, False)
+            preamble = self.plan.preamble(None, False)
             preamble[preamble.index("using no cache")] = (
                 f"executor = {executor.name}, shards = {n_shards}, averaging = {o.averaging}")
             self.err.write("\n".join(preamble) + "\n")
@@ -581,7 +581,7 @@ class ShardedDriver(Driver):
                             if line not in said:
                                 said.add(line)
                                 ws.log(line)
-                        ws.skipped += result["skipped"]
+                        ws.checks.skipped += result["skipped"]
                     account_result(self.progress, executor, shard, result, learn_args)
                     for (handle, _), text in zip(writers, result["predictions"]):
                         handle.write(text)

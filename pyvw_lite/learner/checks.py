@@ -17,8 +17,16 @@ class ParseError(ValueError):
 
 
 class ExampleChecks:
-    """The parsing and example checks of :class:`~pyvw_lite.learner.core.Learner` (a part of it:
-    the attributes it reads are the learner's)."""
+    """The parsing and example checks of a learner of configuration ``config``
+    (:class:`~pyvw_lite.learner.configuration.Configuration`); ``log`` writes the learner's log
+    lines.  :class:`~pyvw_lite.learner.core.Learner` holds one (``learner.checks``)."""
+
+    def __init__(self, config, log):
+        self.config = config
+        self.log = log
+        self.skipped = 0  # examples skipped, malformed or with an unusable label
+        self.told_soft_zero = False  # the note on logistic label 0 is given once
+        self.last_rows = np.zeros(0, np.int64)
 
     def parse(self, lines: str | bytes | Iterable[str | bytes], *, record_spans: bool = False,
               source: str = "<input>") -> ParsedBatch:
@@ -34,15 +42,11 @@ class ExampleChecks:
 
     def parse_chunk(self, buf, starts, ends, first_line, source, record_spans=False) -> ParsedBatch:
         """Parse the lines ``starts``/``ends`` of ``buf`` as this learner reads labels."""
-        numeric = self.reduction is None or self.reduction.parse_label_number
-        return parse_buffer(buf, starts, ends, hash_seed=self.options.hash_seed,
-                            hash_all=self.hash_all, parse_label_number=numeric,
+        config = self.config
+        numeric = config.reduction is None or config.reduction.parse_label_number
+        return parse_buffer(buf, starts, ends, hash_seed=config.options.hash_seed,
+                            hash_all=config.hash_all, parse_label_number=numeric,
                             record_spans=record_spans, first_line=first_line, source=source)
-
-    def log(self, text: str) -> None:
-        """Write a log line (``[warning] ...``) to stdout, unless --quiet."""
-        if not self.quiet:
-            self.stdout.write(text + "\n")
 
     def valid_rows(self, batch: ParsedBatch) -> np.ndarray:
         """Rows to learn from; malformed rows are reported (or fatal with --strict_parse).
@@ -51,11 +55,12 @@ class ExampleChecks:
         return self.last_rows
 
     def _checked_rows(self, batch: ParsedBatch) -> np.ndarray:
+        config = self.config
         status = batch.ex_int[:, STATUS]
         bad = np.flatnonzero(status == MALFORMED)
         for row in bad:
             message = describe_error(batch, int(row))
-            if self.options.strict_parse:
+            if config.options.strict_parse:
                 raise ParseError(message)
             self.log(f"[warning] {message}; example skipped")
         self.skipped += bad.size
@@ -63,23 +68,23 @@ class ExampleChecks:
         for row in rows[batch.ex_int[rows, ERR_CODE] == ERR_NEGATIVE_IMPORTANCE]:
             self._predict_only(batch, int(row), describe_error(batch, int(row)))
             batch.ex_int[row, ERR_CODE] = 0  # reported once, also when the batch is cached
-        if self.reduction is not None:
-            return self._multiclass_rows(batch, rows, report=True)
-        if self.loss == HINGE and rows.size:
+        if config.reduction is not None:
+            return self.multiclass_rows(batch, rows, report=True)
+        if config.loss == HINGE and rows.size:
             labelled = batch.ex_int[rows, NLABEL] > 0
             labels = batch.ex_float[rows, LABEL]
             for k in np.flatnonzero(labelled & (labels != 1.0) & (labels != -1.0)):
                 row = int(rows[k])  # learned as given, as VW does
                 self.log(f"[warning] {batch.source}:{batch.first_line + row}: label "
                          f"{labels[k]:g} is not -1 or 1 as the hinge loss expects")
-        if self.loss == LOGISTIC and rows.size:
+        if config.loss == LOGISTIC and rows.size:
             self._check_logistic_labels(batch, rows)
         return rows
 
     def logistic_labels(self, labels: np.ndarray) -> np.ndarray:
         """Labels as the logistic kernels read them: ``--logistic_min`` → -1, ``--logistic_max``
         → 1, a label between them → the soft label in between (VW 9.11.9's reading)."""
-        low, high = self.options.logistic_min, self.options.logistic_max
+        low, high = self.config.options.logistic_min, self.config.options.logistic_max
         if low == -1.0 and high == 1.0:
             return labels
         return 2.0 * (labels - low) / (high - low) - 1.0
@@ -93,8 +98,9 @@ class ExampleChecks:
         labels = self.logistic_labels(raw)
         outside = labelled & ~((labels >= -1.0) & (labels <= 1.0))
         soft = labelled & ~outside & (labels != 1.0) & (labels != -1.0)
-        hard_only = self.dyadic is not None or self.active is not None
-        o = self.options
+        config = self.config
+        hard_only = config.dyadic is not None or config.active is not None
+        o = config.options
         if not self.told_soft_zero and o.logistic_min == -1.0 and np.any(soft & (raw == 0.0)):
             self.told_soft_zero = True  # VW's classic trap, which VW passes over in silence
             self.log("[info] a logistic label 0 is a soft label, probability 1/2 of class 1; "
@@ -107,27 +113,27 @@ class ExampleChecks:
                         "the labels of the logistic loss (--logistic_min, --logistic_max)")
             else:
                 text = (f"label {raw[k]:g} is a soft label, which "
-                        f"{'--dyad' if self.dyadic is not None else '--active'} does not learn")
+                        f"{'--dyad' if config.dyadic is not None else '--active'} does not learn")
             self._predict_only(batch, row, f"{where}: {text} (line: {batch.line_text(row)!r})")
 
     def _predict_only(self, batch: ParsedBatch, row: int, message: str) -> None:
         """Keep an example whose label cannot be learned as an unlabelled one: predicted, not
         learned, with a warning (``--strict_parse``: the message is fatal)."""
-        if self.options.strict_parse:
+        if self.config.options.strict_parse:
             raise ParseError(message)
         self.log(f"[warning] {message}; predicted, not learned")
         batch.ex_int[row, NLABEL] = 0
 
-    def _multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
+    def multiclass_rows(self, batch: ParsedBatch, rows: np.ndarray, report: bool) -> np.ndarray:
         """Read class labels into ``batch.classes``; drop (and report) the unusable ones."""
         def log(row, text, outcome):
             where = f"{batch.source}:{batch.first_line + int(row)}"
-            if self.options.strict_parse or outcome == FATAL:
+            if self.config.options.strict_parse or outcome == FATAL:
                 raise ParseError(f"{where}: {text} (line: {batch.line_text(int(row))!r})")
             if report:
                 self.log(f"[warning] {where}: {text}; {outcome}")
 
-        classes = self.reduction.classes_of(batch, rows, log, self.log if report else
+        classes = self.config.reduction.classes_of(batch, rows, log, self.log if report else
                                             (lambda text: None))
         batch.classes = np.full(batch.ex_int.shape[0], UNLABELLED, dtype=np.int64)
         batch.classes[rows] = classes
@@ -140,4 +146,4 @@ class ExampleChecks:
     def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
         """Rows of a batch read back from the cache (validated when it was written)."""
         rows = np.arange(batch.ex_int.shape[0])
-        return self._multiclass_rows(batch, rows, report=False) if self.reduction else rows
+        return self.multiclass_rows(batch, rows, report=False) if self.config.reduction else rows

@@ -24,8 +24,8 @@ def learner_job(*args: str) -> None:
     labels_as_classes = any(a in args for a in ("--oaa", "--ect", "--sft"))
     lines = [line.split(" ", 1)[1] if labels_as_classes else
              " ".join(line.split(" ")[:1] + line.split(" ")[2:]) for line in _LINES]
-    ws = Learner(list(args) + ["--quiet", "-b", "12"], stdout=io.StringIO(),
-                 stderr=io.StringIO())
+    ws = Learner.from_args(list(args) + ["--quiet", "-b", "12"], stdout=io.StringIO(),
+                           stderr=io.StringIO())
     ws.learn(lines)
     ws.predict(lines[:3])
 

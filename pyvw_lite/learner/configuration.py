@@ -1,6 +1,6 @@
 """A learner's configuration from options: the checks of option values and combinations, the
-reduction stack (multiclass, scorer, binary, active, dyadic), the weight table and the kernels'
-parameters, and the state a model file restores."""
+reduction stack (multiclass, scorer, binary, active, dyadic), the weight table's layout, and the
+starting weight table, learning state and kernels' parameters, fresh or a model's."""
 from __future__ import annotations
 
 import math
@@ -15,14 +15,27 @@ from ..learners.losses import LOGISTIC, LOSS_CODES, QUANTILE
 from ..options import UPDATE_FLAGS, OptionError, Options
 from ..reductions import active, binary, dyad, ect, oaa, scorer, sft
 from ..reductions import interactions as interactions_mod
+from ..reductions.tree import bracket
+
+
+def writable(state: dict) -> dict:
+    """An unpickled object's attributes with its read-only arrays (memory maps) copied: kernels
+    want writable ones, and a read-only array would even compile a second kernel variant."""
+    return {name: value.copy() if isinstance(value, np.ndarray) and not value.flags.writeable
+            else value for name, value in state.items()}
 
 
 class Configuration:
-    """The configuration of :class:`~pyvw_lite.learner.core.Learner` from its options (a part of
-    it: ``_configure`` runs once, from the learner's ``__init__``)."""
+    """What a learner's options decide, checked: the update rule and its rates, the hashing, the
+    reduction stack and the weight table's layout (a resumed model's).
+    :class:`~pyvw_lite.learner.core.Learner` holds one (``learner.config``) and reads these
+    settings by their names; :meth:`tables` gives it its starting weight table, learning state
+    and kernel parameters."""
 
-    def _configure(self) -> None:
-        o = self.options
+    def __init__(self, options: Options, model: ModelData | None, log) -> None:
+        """``model``: the model the learner resumes (``-i``), or ``None``; ``log`` writes the
+        learner's log lines (``[warning] ...``)."""
+        o = self.options = options
         if not 1 <= o.bit_precision <= 32:
             raise OptionError(f"option '--bit_precision': {o.bit_precision} is out of range 1..32")
         if o.passes < 1:
@@ -98,9 +111,8 @@ class Configuration:
                                               or self.reduction.name == "ect"):
             raise OptionError("--scores and --probabilities need --oaa or --sft")
         if o.probabilities and self.loss_name != "logistic":  # as VW warns
-            self.log("[warning] --probabilities should be used only with "
-                     f"--loss_function=logistic, currently using: {self.loss_name}")
-        self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
+            log("[warning] --probabilities should be used only with "
+                f"--loss_function=logistic, currently using: {self.loss_name}")
         self.active = active.setup(o)
         if self.active is not None and self.loss == QUANTILE:
             raise OptionError("--active is defined for the squared, logistic and hinge losses "
@@ -119,95 +131,103 @@ class Configuration:
         if self.dyadic is not None and self.reduction is not None and \
                 self.reduction.name == "ect":
             raise OptionError("--dyad goes with binary learning, --oaa or --sft (not --ect)")
-        self.touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
         # a dyadic feature's latent vector: the last k columns of its linear weight's row
         self.latent = self.dyadic.rank if self.dyadic is not None else 0
-        self.ode_step_caps = 0
-        if self.model is not None:
+        self.initial_t = initial_t  # the start of the rate's decay, as the update rule has it
+        self.slot_multiplier = self._slot_multiplier(o, model)
+
+    def __setstate__(self, state):
+        # unpickled arrays may be read-only (memory maps); kernels want writable ones
+        self.__dict__.update(writable(state))
+        self.interactions = interactions_mod.setup(self.options)
+        if self.reduction is not None and hasattr(self.reduction, "tree"):
+            self.reduction.tree = bracket(self.reduction.classes)
+
+    def tables(self, model: ModelData | None, log) -> tuple[np.ndarray, ...]:
+        """The learner's starting ``(weights, state, params, touched)``: ``model``'s (``log``
+        writes the note on its update flags) or fresh ones, as VW starts them."""
+        o = self.options
+        touched = np.zeros(1 << self.bits if self.dyadic is not None else 1, dtype=np.uint8)
+        if model is not None:
             try:
-                self._restore(self.model, initial_t)
+                weights, state = self._restore(model, touched, log)
             except (ModelError, OptionError):
                 raise
             except (ValueError, IndexError, TypeError, KeyError) as exc:  # shapes, sizes
                 raise ModelError(f"{o.initial_regressor}: malformed model ({exc})") from None
         else:
-            self.weights = self._empty_table()
-            self.state = np.zeros(gd.state_size(self.models), dtype=np.float64)
-            self._start_learning_state(initial_t)
+            weights = self._empty_table()
+            state = np.zeros(gd.state_size(self.models), dtype=np.float64)
+            self._start_learning_state(weights, state)
             if not o.noconstant and o.constant:
-                placed = self._slot_multiplier(o)
+                placed = self.slot_multiplier
                 if placed != gd.HASH_MIX:  # VW's place for the binary layout (and --vw_layout)
                     placed = 1
-                self.weights[int(gd.place_array(CONSTANT_HASH, placed, self.mask)), gd.W] = \
-                    o.constant
+                weights[int(gd.place_array(CONSTANT_HASH, placed, self.mask)), gd.W] = o.constant
             if self.loss == LOGISTIC:
-                self.state[gd.MIN_LABEL], self.state[gd.MAX_LABEL] = -50.0, 50.0
-        self.initial_t_shown = float(self.state[gd.T_SEEN]) if self.model is not None else initial_t
-        fixed = o.min_prediction is not None or o.max_prediction is not None
+                state[gd.MIN_LABEL], state[gd.MAX_LABEL] = -50.0, 50.0
         if o.min_prediction is not None:
-            self.state[gd.MIN_LABEL] = o.min_prediction
+            state[gd.MIN_LABEL] = o.min_prediction
         if o.max_prediction is not None:
-            self.state[gd.MAX_LABEL] = o.max_prediction
-        self.params = np.zeros(gd.PARAM_SIZE, dtype=np.float64)
-        self.params[gd.P_ETA] = self.eta
-        self.params[gd.P_POWER_T] = o.power_t
-        self.params[gd.P_LOSS] = self.loss
-        self.params[gd.P_ADAPTIVE] = self.adaptive
-        self.params[gd.P_NORMALIZED] = self.normalized
-        self.params[gd.P_INVARIANT] = self.invariant
-        self.params[gd.P_TRAINING] = self.training
-        self.params[gd.P_CONSTANT] = not o.noconstant
-        self.params[gd.P_FIXED_RANGE] = fixed
-        self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
-        self.params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
+            state[gd.MAX_LABEL] = o.max_prediction
+        return weights, state, self._params(model), touched
+
+    def _params(self, model: ModelData | None) -> np.ndarray:
+        """The kernels' parameters (``gd.P_*``) as the options (and ``model``) set them."""
+        o = self.options
+        fixed = o.min_prediction is not None or o.max_prediction is not None
+        params = np.zeros(gd.PARAM_SIZE, dtype=np.float64)
+        params[gd.P_ETA] = self.eta
+        params[gd.P_POWER_T] = o.power_t
+        params[gd.P_LOSS] = self.loss
+        params[gd.P_ADAPTIVE] = self.adaptive
+        params[gd.P_NORMALIZED] = self.normalized
+        params[gd.P_INVARIANT] = self.invariant
+        params[gd.P_TRAINING] = self.training
+        params[gd.P_CONSTANT] = not o.noconstant
+        params[gd.P_FIXED_RANGE] = fixed
+        params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
+        params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         settings = self.dyadic.settings if self.dyadic is not None else None
-        self.params[gd.P_LATENT_RATE] = settings["rate"] if settings else 1.0
-        self.params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
-        self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
-        self.params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
-        self.params[gd.P_DYAD_L2_POWER] = settings["l2_power"] if settings else 0.0
-        self.params[gd.P_DYAD_BIAS_L2] = settings["bias_l2"] if settings else 0.0
-        self.params[gd.P_DYAD_ROW_L2] = settings["row_l2"] if settings else 0.0
-        if settings and self.model is not None and "uses" not in self.model.arrays:
+        params[gd.P_LATENT_RATE] = settings["rate"] if settings else 1.0
+        params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
+        params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
+        params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0
+        params[gd.P_DYAD_L2_POWER] = settings["l2_power"] if settings else 0.0
+        params[gd.P_DYAD_BIAS_L2] = settings["bias_l2"] if settings else 0.0
+        params[gd.P_DYAD_ROW_L2] = settings["row_l2"] if settings else 0.0
+        if settings and model is not None and "uses" not in model.arrays:
             # saved before the per-row counts: its rows count 1, so no default per-row penalty
             for name, index in (("dyad_bias_l2", gd.P_DYAD_BIAS_L2),
                                 ("dyad_row_l2", gd.P_DYAD_ROW_L2)):
                 if name not in o.given:
-                    self.params[index] = 0.0
+                    params[index] = 0.0
         # --lrqdropout drops latent coordinates of binary and regression updates (VW's lrq)
-        self.params[gd.P_DYAD_DROPOUT] = bool(settings and settings["dropout"])
-        self.params[gd.P_DYAD_COUNT] = 1.0  # off once the data repeats: repeat_pass()
-        self.params[gd.P_TAU] = o.quantile_tau
-        self.params[gd.P_L1] = o.l1
-        self.params[gd.P_L2] = o.l2
-        self.params[gd.P_CONTRACTION] = 1.0
+        params[gd.P_DYAD_DROPOUT] = bool(settings and settings["dropout"])
+        params[gd.P_DYAD_COUNT] = 1.0  # off once the data repeats: Learner.repeat_pass()
+        params[gd.P_TAU] = o.quantile_tau
+        params[gd.P_L1] = o.l1
+        params[gd.P_L2] = o.l2
+        params[gd.P_CONTRACTION] = 1.0
         if self.dyadic is not None:  # the linear terms' rates: adaptive and normalized, as VW's
-            self.params[gd.P_NORMALIZED] = not o.dyad_plain_rate
-        self.slot_multiplier = self._slot_multiplier(o)
+            params[gd.P_NORMALIZED] = not o.dyad_plain_rate
         # models saved before the contiguous class layout keep the spread one they learned with
-        self.params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if self.model is None else \
-            self.model.state.get("class_stride", gd.LEGACY_CLASS_STRIDE)
-        if self.params[gd.P_CLASS_STRIDE] not in (gd.CLASS_STRIDE, gd.LEGACY_CLASS_STRIDE):
+        params[gd.P_CLASS_STRIDE] = gd.CLASS_STRIDE if model is None else \
+            model.state.get("class_stride", gd.LEGACY_CLASS_STRIDE)
+        if params[gd.P_CLASS_STRIDE] not in (gd.CLASS_STRIDE, gd.LEGACY_CLASS_STRIDE):
             raise ModelError(f"{o.initial_regressor}: malformed model (class stride "
-                             f"{self.params[gd.P_CLASS_STRIDE]:g})")
-        self.nan_predictions = 0
-        self._scratch = None
-        self.want_scores = False
-        self.raw_scores = False  # class scores for -r (--oaa/--sft without --scores)
-        self.requests = []
-        self.skipped = 0
-        self.told_soft_zero = False  # the note on logistic label 0 is given once
-        self.last_rows = np.zeros(0, np.int64)
+                             f"{params[gd.P_CLASS_STRIDE]:g})")
+        return params
 
-    def _slot_multiplier(self, o: Options) -> int:
+    def _slot_multiplier(self, o: Options, model: ModelData | None) -> int:
         """How feature hashes are placed in the weight table (``gd.place``): multiplied by W of
         VW's layout with --vw_layout, mixed (``gd.HASH_MIX``) for other multiclass and for
         --dyad models, as they are for a binary linear model (1).  A loaded model: what it
         records, 1 if nothing."""
         if o.vw_layout:
             return self._vw_layout_width(o)
-        if self.model is not None:
-            return int(self.model.state.get("slot_multiplier", 1))
+        if model is not None:
+            return int(model.state.get("slot_multiplier", 1))
         multiclass = self.reduction is not None and self.reduction.models > 1
         return gd.HASH_MIX if multiclass or self.dyadic is not None else 1
 
@@ -242,58 +262,61 @@ class Configuration:
             raise OptionError("--named_labels and --indexing need --oaa, --ect or --sft")
         return found[0] if found else None
 
-    def _start_learning_state(self, initial_t: float) -> None:
+    def _start_learning_state(self, weights: np.ndarray, state: np.ndarray) -> None:
         """The learner's state before its first example, as VW starts it: ``t`` (and sub-model
         0's normalizer sums) at ``initial_t``, every adaptive sum at ``initial_t``."""
+        initial_t = self.initial_t
         if self.adaptive and initial_t > 0:
-            self.weights[:, gd.G] = initial_t
-        self.state[gd.T_SUM] = self.state[gd.T_SEEN] = initial_t
+            weights[:, gd.G] = initial_t
+        state[gd.T_SUM] = state[gd.T_SEEN] = initial_t
         if self.normalized and initial_t > 0:  # VW starts sub-model 0's sums at initial_t
-            self.state[gd.NORM_BASE] = self.state[gd.NORM_BASE + 1] = initial_t
+            state[gd.NORM_BASE] = state[gd.NORM_BASE + 1] = initial_t
 
-    def _restore(self, model: ModelData, initial_t: float) -> None:
-        """Load ``model``; one saved without its learning state (--predict_only_model) goes on
-        learning from a fresh state, as in VW."""
-        state = model.state
-        if state.get("stride") != self.stride and self.training and not state.get("predict_only"):
-            self.log(f"[info] {self.options.initial_regressor} was trained with other update "
-                     "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
-                     "not used")
-        self.weights = self._empty_table()
+    def _restore(self, model: ModelData, touched: np.ndarray, log) -> tuple[np.ndarray, ...]:
+        """``model``'s ``(weights, state)``, its rows' counts into ``touched``; one saved without
+        its learning state (--predict_only_model) goes on learning from a fresh state, as in
+        VW."""
+        saved = model.state
+        if saved.get("stride") != self.stride and self.training and not saved.get("predict_only"):
+            log(f"[info] {self.options.initial_regressor} was trained with other update "
+                "flags (--sgd/--adaptive/--normalized): its per-feature accumulators are "
+                "not used")
+        weights = self._empty_table()
         rows = model.arrays["rows"].astype(np.int64)
         values = model.arrays["values"]
         if rows.size and rows.max() > self.mask:
             raise ModelError(f"{self.options.initial_regressor}: weight index out of range "
                              f"for -b {self.bits} (corrupt model)")
-        linear = values.shape[1] - int(state.get("latent_columns", 0))
+        linear = values.shape[1] - int(saved.get("latent_columns", 0))
         columns = min(linear, self.stride if self.stride == 1 else 3)
-        if state.get("stride") != self.stride:
+        if saved.get("stride") != self.stride:
             columns = 1
-        self.weights[rows, :columns] = values[:, :columns]
+        weights[rows, :columns] = values[:, :columns]
         if self.latent:
-            if state.get("latent_columns") != self.latent:
+            if saved.get("latent_columns") != self.latent:
                 raise ModelError(f"{self.options.initial_regressor}: a dyadic model saved by "
                                  "an older pyvw-lite (latent vectors in rows of their own); "
                                  "retrain it with this version")
-            self.weights[rows, -self.latent:] = values[:, -self.latent:]
+            weights[rows, -self.latent:] = values[:, -self.latent:]
         if "touched" in model.arrays and self.dyadic is not None:
-            self.touched[:] = np.unpackbits(model.arrays["touched"])[:self.touched.size]
+            touched[:] = np.unpackbits(model.arrays["touched"])[:touched.size]
             if "uses" in model.arrays:  # counts of the touched rows (flags before them)
-                self.touched[rows] = np.maximum(self.touched[rows], model.arrays["uses"])
-        self.state = np.asarray(state["learner"], dtype=np.float64).copy()
-        if self.state.shape[0] == gd.state_size(self.models) - 2:
+                touched[rows] = np.maximum(touched[rows], model.arrays["uses"])
+        state = np.asarray(saved["learner"], dtype=np.float64).copy()
+        if state.shape[0] == gd.state_size(self.models) - 2:
             # saved before the latent counts: its touched rows at the reference uses, so the
             # default penalty resumes where it was
-            rows = float(np.count_nonzero(self.touched)) if self.dyadic is not None else 0.0
-            self.state = np.append(self.state, [rows, rows * gd.L2_REFERENCE_USES])
-        if "power_t" in state and "power_t" not in self.options.given:
-            self.options.power_t = state["power_t"]  # VW keeps the decay with the resume state
-        if self.state.shape[0] != gd.state_size(self.models):
+            rows = float(np.count_nonzero(touched)) if self.dyadic is not None else 0.0
+            state = np.append(state, [rows, rows * gd.L2_REFERENCE_USES])
+        if "power_t" in saved and "power_t" not in self.options.given:
+            self.options.power_t = saved["power_t"]  # VW keeps the decay with the resume state
+        if state.shape[0] != gd.state_size(self.models):
             raise ModelError(f"{self.options.initial_regressor}: incompatible learner state")
-        if state.get("predict_only"):
-            self._start_learning_state(initial_t)
-        if self.active is not None and "sampler" in state:
-            self.active.resume(state["sampler"])
+        if saved.get("predict_only"):
+            self._start_learning_state(weights, state)
+        if self.active is not None and "sampler" in saved:
+            self.active.resume(saved["sampler"])
+        return weights, state
 
     def _empty_table(self) -> np.ndarray:
         """The zero weight table: ``stride`` linear columns, then the latent ones."""
@@ -303,8 +326,6 @@ class Configuration:
     def latent_columns(self) -> list[int]:
         """The weight table's latent columns (none without --dyad)."""
         return list(range(self.stride, self.stride + self.latent))
-
-    _latent_columns = latent_columns  # the name earlier callers (and tests) use
 
     def _check_regularization(self, o: Options) -> None:
         """``--l1``/``--l2`` as VW's gd keeps them: global bookkeeping of the linear learner."""

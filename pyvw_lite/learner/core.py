@@ -1,28 +1,29 @@
-"""The learner: built from options (:class:`Configuration`), it parses and checks examples
-(:class:`ExampleChecks`) and runs the kernels of its reduction stack on parsed batches: learn,
-predict, h_min.  It opens no files and prints no progress; the run (``driver``) does."""
+"""The learner: made of what its options decide (a :class:`Configuration`) and its example checks
+(an :class:`ExampleChecks`), it holds the model (weights, learning state, kernel parameters) and
+runs the kernels of its reduction stack on parsed batches: learn, predict, h_min.  It opens no
+files and prints no progress; the run (``driver``) does."""
 from __future__ import annotations
 
 import contextlib
 import sys
+from operator import attrgetter
 from typing import Sequence, TextIO
 
 import numpy as np
 
-from ..io.model_io import ModelData, ModelError, load_model
+from ..io.model_io import ModelData, load_model
 from ..io.vw_text import INITIAL, LABEL, NLABEL, WEIGHT, ParsedBatch
 from ..jit import announce_compile
 from ..learners import gd
 from ..learners.losses import LOGISTIC
-from ..options import options_from
+from ..options import Options, options_from
 from ..reductions import interactions as interactions_mod
 from ..reductions.dyad import dyadic_hmin_examples
 from ..reductions.multiclass import UNLABELLED
 from ..reductions.scorer import logistic
-from ..reductions.tree import bracket
 from .checks import ExampleChecks
-from .configuration import Configuration
-from .model_options import check_learner_model, merge_model_options
+from .configuration import Configuration, writable
+from .model_options import resumed_options
 
 
 def one_line(examples, results: np.ndarray) -> bool:
@@ -31,31 +32,97 @@ def one_line(examples, results: np.ndarray) -> bool:
     return isinstance(examples, str) and "\n" not in examples.strip() and results.size == 1
 
 
-class Learner(Configuration, ExampleChecks):
-    """A learner configured by VW options: ``learn``, ``predict`` and ``h_min`` on VW lines or
-    parsed batches.  :class:`pyvw_lite.Workspace` adds model files and the run."""
+def read_options(args: str | Sequence[str] | Options | None = None, *,
+                 arg_str: str | None = None, **keywords) -> tuple[Options, ModelData | None]:
+    """VW options as pyvw takes them (a command line, an argv list and/or keyword values;
+    ``arg_str`` is pyvw's name of the command line) and the model file ``-i`` names, read."""
+    if arg_str is not None:  # pyvw's name of the command line
+        if args is not None:
+            raise TypeError("give the command line once: args or arg_str")
+        args = arg_str
+    options = options_from(args, **keywords)
+    return options, load_model(options.initial_regressor) if options.initial_regressor else None
 
-    def __init__(self, args: str | Sequence[str] | None = None, *, arg_str: str | None = None,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None, **keywords):
-        if arg_str is not None:  # pyvw's name of the command line
-            if args is not None:
-                raise TypeError("give the command line once: args or arg_str")
-            args = arg_str
-        options = options_from(args, **keywords)
-        self.model: ModelData | None = None
-        if options.initial_regressor:
-            self.model = load_model(options.initial_regressor)
-            if self.model.state.get("kind") == "crowd":
-                raise ModelError(f"{options.initial_regressor}: a crowd model (from `pyvw-lite "
-                                 "crowd`); continue it with `pyvw-lite crowd -i`")
-            check_learner_model(options.initial_regressor, self.model)
-            options = merge_model_options(options, self.model)
+
+def setting(name: str, settable: bool = False) -> property:
+    """An attribute of the learner that is its configuration's ``name``; read-only unless
+    ``settable`` (then setting it sets the configuration's)."""
+    def put(learner, value):
+        setattr(learner.config, name, value)
+    return property(attrgetter("config." + name), put if settable else None,
+                    doc=f"``config.{name}``.")
+
+
+class Learner:
+    """A learner configured by VW options: ``learn``, ``predict`` and ``h_min`` on VW lines or
+    parsed batches.  Its parts: ``config`` (a :class:`Configuration`: what the options decide),
+    ``checks`` (an :class:`ExampleChecks`: parsing, and which examples it learns from) and the
+    model it learns (``weights``, ``state``, ``params``, ``touched``).
+    :class:`pyvw_lite.Workspace` is the façade that adds model files and the run."""
+
+    # what the options decided, as the reductions, the run and the model files read it
+    bits = setting("bits")
+    mask = setting("mask")
+    stride = setting("stride")
+    latent = setting("latent")
+    latent_columns = setting("latent_columns")
+    _latent_columns = latent_columns  # the name earlier callers (and tests) use
+    slot_multiplier = setting("slot_multiplier", settable=True)  # tests build old layouts
+    models = setting("models")
+    loss = setting("loss")
+    loss_name = setting("loss_name")
+    eta = setting("eta")
+    adaptive = setting("adaptive")
+    normalized = setting("normalized")
+    invariant = setting("invariant")
+    training = setting("training")
+    hash_all = setting("hash_all")
+    ignore = setting("ignore")
+    interactions = setting("interactions")
+    reduction = setting("reduction")
+    scorer = setting("scorer")
+    binary = setting("binary")
+    active = setting("active")
+    dyadic = setting("dyadic")
+
+    def __init__(self, options: Options, model: ModelData | None = None, *,
+                 stdout: TextIO | None = None, stderr: TextIO | None = None):
+        """A learner from parsed options and, when they resume a model (``-i``), that model as
+        read: it reads no file itself (:meth:`from_args` reads the options and the model as
+        pyvw takes them)."""
+        options = options_from(options)  # its own copy: a run may change it (--no_stdin's -d)
+        if model is not None:
+            options = resumed_options(options, model)
+        elif options.initial_regressor:
+            raise ValueError(f"-i {options.initial_regressor}: read the model first "
+                             "(Learner.from_args)")
+        self.model = model
         self.options = options
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.quiet = bool(options.quiet)
         self.log_lines: list[str] = []
-        self._configure()
+        self.config = Configuration(options, model, self.log)
+        self.checks = ExampleChecks(self.config, self.log)
+        self.weights, self.state, self.params, self.touched = self.config.tables(model, self.log)
+        self.initial_t_shown = float(self.state[gd.T_SEEN]) if model is not None \
+            else self.config.initial_t
+        self.ode_step_caps = 0
+        self.multiclass_log_loss = [0.0, 0.0]  # Σ -h·log p(true class), Σ h
+        self.nan_predictions = 0
+        self._scratch = None
+        self.want_scores = False
+        self.raw_scores = False  # class scores for -r (--oaa/--sft without --scores)
+        self.requests = []
+
+    @classmethod
+    def from_args(cls, args: str | Sequence[str] | Options | None = None, *,
+                  arg_str: str | None = None, stdout: TextIO | None = None,
+                  stderr: TextIO | None = None, **keywords) -> "Learner":
+        """A learner from VW options as pyvw takes them, resuming the model file ``-i`` names
+        (:func:`read_options`)."""
+        return cls(*read_options(args, arg_str=arg_str, **keywords), stdout=stdout,
+                   stderr=stderr)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -64,16 +131,44 @@ class Learner(Configuration, ExampleChecks):
         return state
 
     def __setstate__(self, state):
-        # unpickled arrays may be read-only (memory maps); kernels want writable ones, and a
-        # read-only array would even compile a second kernel variant
-        for name, value in state.items():
-            if isinstance(value, np.ndarray) and not value.flags.writeable:
-                state[name] = value.copy()
-        self.__dict__.update(state)
+        self.__dict__.update(writable(state))  # kernels want writable arrays (memory maps)
         self.stdout, self.stderr = sys.stdout, sys.stderr
-        self.interactions = interactions_mod.setup(self.options)
-        if self.reduction is not None and hasattr(self.reduction, "tree"):
-            self.reduction.tree = bracket(self.reduction.classes)
+
+    def log(self, text: str) -> None:
+        """Write a log line (``[warning] ...``) to stdout, unless --quiet."""
+        if not self.quiet:
+            self.stdout.write(text + "\n")
+
+    def parse(self, lines, *, record_spans: bool = False, source: str = "<input>") -> ParsedBatch:
+        """Parse VW text lines (one string, or an iterable of lines) into a batch."""
+        return self.checks.parse(lines, record_spans=record_spans, source=source)
+
+    def parse_chunk(self, buf, starts, ends, first_line, source, record_spans=False) -> ParsedBatch:
+        """Parse the lines ``starts``/``ends`` of ``buf`` as this learner reads labels."""
+        return self.checks.parse_chunk(buf, starts, ends, first_line, source, record_spans)
+
+    def valid_rows(self, batch: ParsedBatch) -> np.ndarray:
+        """Rows to learn from; malformed rows are reported (or fatal with --strict_parse)."""
+        return self.checks.valid_rows(batch)
+
+    def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
+        """Rows of a batch read back from the cache (validated when it was written)."""
+        return self.checks.prepare_cached(batch)
+
+    @property
+    def last_rows(self) -> np.ndarray:
+        """The rows of the batch the last call answered for (the examples it used)."""
+        return self.checks.last_rows
+
+    @property
+    def skipped(self) -> int:
+        """Examples skipped so far: malformed, or with a label the learner cannot use."""
+        return self.checks.skipped
+
+    def latent_hashes(self, batch: ParsedBatch) -> np.ndarray:
+        """The feature hashes the dyadic kernels add class offsets to
+        (:meth:`Configuration.latent_hashes`)."""
+        return self.config.latent_hashes(batch)
 
     def expand(self, batch: ParsedBatch, rows: np.ndarray, record_origin: bool = False):
         """Flatten examples to CSR ``(starts, slots, values[, origins])`` in chunks that fit."""
@@ -137,7 +232,7 @@ class Learner(Configuration, ExampleChecks):
             if n and rows[-1] - rows[0] == n - 1 else rows
         labels = np.ascontiguousarray(batch.ex_float[picked, LABEL])
         if self.loss == LOGISTIC and self.reduction is None:
-            labels = np.ascontiguousarray(self.logistic_labels(labels))
+            labels = np.ascontiguousarray(self.checks.logistic_labels(labels))
         importances = np.ascontiguousarray(batch.ex_float[picked, WEIGHT])
         initials = np.ascontiguousarray(batch.ex_float[picked, INITIAL])
         labelled = (batch.ex_int[picked, NLABEL] > 0).view(np.uint8)
@@ -194,7 +289,7 @@ class Learner(Configuration, ExampleChecks):
 
     def _run_multiclass(self, batch, rows, holdout, importances, initials, pred, loss, nfeat):
         if batch.classes is None:
-            self._multiclass_rows(batch, rows, report=False)
+            self.checks.multiclass_rows(batch, rows, report=False)
         classes = batch.classes[rows]
         # a label out of range is never predicted right; --oaa learns it as no class's
         # example (VW), the trees predict it without learning (VW's --ect)

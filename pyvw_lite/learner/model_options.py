@@ -183,3 +183,14 @@ def merge_model_options(options: Options, model: ModelData) -> Options:
         if name in stored.given or value != opt.default:
             given.add(name)
     return Options(merged, given)
+
+
+def resumed_options(options: Options, model: ModelData) -> Options:
+    """The options of a learner that resumes ``model``, the model ``-i`` names, as read: a
+    learner's model (not a crowd model), every field checked, its stored options merged with
+    ``options`` (:func:`merge_model_options`)."""
+    if model.state.get("kind") == "crowd":
+        raise ModelError(f"{options.initial_regressor}: a crowd model (from `pyvw-lite "
+                         "crowd`); continue it with `pyvw-lite crowd -i`")
+    check_learner_model(options.initial_regressor, model)
+    return merge_model_options(options, model)

@@ -61,9 +61,10 @@ UPDATE_FLAG_NOTE = ("[info] --adaptive/--normalized/--invariant under --dyad: it
                     "take VW's adaptive normalized rates and every step is exact already")
 
 
-class Driver(RunPlan):
+class Driver:
     """One VW-style job over a learner (``ws``, a :class:`Learner`): passes over text or cache,
-    holdout, the progress table, -p/-r, the model files and the summary."""
+    holdout, the progress table, -p/-r, the model files and the summary.  Its set-up (outputs,
+    cache, preamble) is ``plan``, a :class:`RunPlan`."""
 
     shared_stream = False  # -p and -r write to one descriptor: lines interleave as in VW
 
@@ -71,10 +72,10 @@ class Driver(RunPlan):
         self.ws = workspace
         self.o = workspace.options
         self.err = None if workspace.quiet else workspace.stderr
+        self.plan = RunPlan(self.o, workspace, self.err)
         self.progress = ProgressTable(self.err, self.o.progress,
-                                      holdout_off=not self._holdout_on(), log=workspace.log)
+                                      holdout_off=not self.plan.holdout_on(), log=workspace.log)
         self.names: dict[int, set[str]] = {}
-        self.no_input = False  # --no_stdin with no data file
         self.helper = None  # a process compiling the learning kernels beside a cold start
 
     # ------------------------------------------------------------------ batches
@@ -178,23 +179,23 @@ class Driver(RunPlan):
                                                      if o.dyad else "no effect without --lrq"))
         if o.dyad and (o.adaptive or o.normalized or o.invariant):
             ws.log(UPDATE_FLAG_NOTE)
-        self.no_input = o.no_stdin and o.data is None
-        if self.no_input:
+        self.plan.no_input = o.no_stdin and o.data is None
+        if self.plan.no_input:
             o.data = os.devnull  # VW's --no_stdin: no data file, no examples
-        self.check_outputs()
-        cache_path, cache_reader = self.cache_plan()
+        self.plan.check_outputs()
+        cache_path, cache_reader = self.plan.cache_plan()
         read_cache = cache_reader is not None
         text_source = None
         if not read_cache:
-            text_source = LineChunks(o.data, damaged=self.damaged_input)
+            text_source = LineChunks(o.data, damaged=self.plan.damaged_input)
             if o.strict_parse and o.data not in (None, "-"):
                 damage = gzip_damage(o.data)  # nothing is learned from a damaged file
                 if damage is not None:
                     raise ParseError(f"{o.data}: {damage}; nothing was learned "
                                      "(--strict_parse checks a .gz whole before learning)")
-        self.announce_interactions()
+        self.plan.announce_interactions()
         if self.err is not None:
-            self.err.write("\n".join(self.preamble(cache_path, read_cache)) + "\n")
+            self.err.write("\n".join(self.plan.preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
         announce_compile(parse_lines, *ws.learning_kernels())
         self.helper = start_learning_compile(ws)
@@ -217,9 +218,10 @@ class Driver(RunPlan):
                     tracker = cache_reader
                 else:
                     if pass_index > 0:
-                        text_source = LineChunks(o.data, damaged=self.damaged_input)
+                        text_source = LineChunks(o.data, damaged=self.plan.damaged_input)
                     if cache_path:
-                        cache_writer = cache_io.CacheWriter(cache_path, self.cache_settings())
+                        cache_writer = cache_io.CacheWriter(cache_path,
+                                                            self.plan.cache_settings())
                     batches = prefetch(self._text_batches(text_source, bool(o.audit or o.invert_hash)))
                     tracker = text_source
                 if bar is not None:

@@ -1,6 +1,6 @@
 """The set-up of a VW-style run: which outputs it may write, whether a cache is current, VW's
-preamble and its notes on interactions.  A part of :class:`pyvw_lite.run.driver.Driver` (and of
-the sharded run's driver): the attributes it reads are the driver's."""
+preamble and its notes on interactions.  :class:`pyvw_lite.run.driver.Driver` (and the sharded
+run's driver) holds one (``driver.plan``)."""
 from __future__ import annotations
 
 import os
@@ -9,16 +9,24 @@ from ..io import cache as cache_io
 from ..io.atomic import check_paths
 from ..io.source import is_regular_file
 from ..learner.checks import ParseError
-from ..options import OptionError
+from ..options import OptionError, Options
 
 # Options that decide which labels are valid, and so which lines a cache skipped.
 LABEL_OPTIONS = ("oaa", "ect", "ft", "sft", "named_labels", "indexing", "binary")
 
 
 class RunPlan:
-    """Outputs, cache and preamble of a run (see the module docstring)."""
+    """Outputs, cache and preamble of a run over ``learner`` with its ``options``; ``err`` is
+    where the run's VW output goes (``None``: nowhere, --quiet)."""
 
-    def _holdout_on(self) -> bool:
+    def __init__(self, options: Options, learner, err):
+        self.o = options
+        self.ws = learner
+        self.err = err
+        self.no_input = False  # --no_stdin with no data file: the run sets it
+
+    def holdout_on(self) -> bool:
+        """Whether the run holds examples out (VW: with several passes or --holdout_after)."""
         o = self.o
         return not o.holdout_off and (o.passes > 1 or "holdout_after" in o.given)
 
