@@ -24,6 +24,7 @@ def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 
         results = run_pass(executor, handles, workspace, options, pass_index)
         combine(workspace, results, averaging)
         workspace.params[P_ETA] *= workspace.options.decay_learning_rate
+        workspace.repeat_pass()  # the next pass repeats the data (and decays the latent rate)
         if report is not None:
             report(pass_index + 1, workspace)
     return workspace

@@ -230,8 +230,16 @@ class Learner(Configuration, ExampleChecks):
 
     def repeat_pass(self) -> None:
         """The examples from now on repeat ones already learned (a later pass): the dyadic
-        learner stops counting the uses of its latent rows, which size its default penalty."""
+        learner stops counting the uses of its latent rows, which size its default penalty,
+        and its latent rate takes one more step of ``--dyad_decay``."""
         self.params[gd.P_DYAD_COUNT] = 0.0
+        if self.dyadic is not None:
+            self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
+
+    def set_latent_scale(self, scale: float) -> None:
+        """Learn latent vectors at ``scale`` × their rate (``--dyad_rate``) from now on."""
+        self.latent_scale = float(scale)
+        self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
     def learn(self, examples) -> np.ndarray:
         """Learn from VW lines (a string, a list of strings) or a parsed batch, in order.

@@ -77,6 +77,15 @@ BIAS_L2 = 3.0
 ROW_L2 = 8.0
 COUNT_CAP = 255
 
+# The latent rate under those penalties: 0.15 of -l, times 0.9 after each pass (0.15, 0.058
+# at pass 10, 0.020 at pass 20).  The constant 0.03 still descended at pass 20 (gen_dyadic
+# seed 101: test MSE 0.7926 there, 0.7845 at pass 60), and a constant rate fast enough to
+# converge in 20 passes settled higher (0.09: 0.7993): the decay keeps the fast rate's start
+# and a slow rate's end (docs/dyadic.md).  Without the per-row penalties: 0.03, constant.
+RATINGS_RATE = 0.15
+RATINGS_DECAY = 0.9
+PLAIN_RATE = 0.03
+
 
 @kernel(inline="always")
 def row_shrink(rate, importance, penalty, count):
@@ -120,19 +129,26 @@ def dyad_settings(options: Options) -> dict:
     ``l2_power``: the size exponent, 0 when ``--dyad_l2`` is given.  ``bias_l2``, ``row_l2``:
     the per-row ridge penalties (:func:`row_shrink`); under squared loss they default to 3 and 8
     (issue 41: within 0.01 of, or ahead of, a tuned batch ALS on generated long-tailed ratings)
-    and the per-row latent one replaces the sized default."""
+    and the per-row latent one replaces the sized default.  ``decay``: the latent rate's factor
+    per pass, there 0.9 from a rate of 0.15 (a given ``--dyad_rate`` stays constant unless
+    ``--dyad_decay`` is given too)."""
     if options.dyad_plain and options.dyad_shifted:
         raise OptionError("--dyad_plain and --dyad_shifted name two forms; give one")
     shifted = bool(options.dyad_shifted)
     # --lrqdropout drops coordinates of binary and regression updates; then it is the latent
     # penalty, as in VW (with the default one as well the latent part stayed near zero)
     dropout = bool(options.lrqdropout) and not (options.oaa or options.ect or options.sft)
+    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times.  Its
+    # defaults are in squared error's units, chosen on ratings (binary and regression learning,
+    # no dropout): elsewhere they are 0, and so is the per-pass decay of the latent rate.
+    ratings = options.loss_function == "squared" and not shifted and not dropout and not (
+        options.oaa or options.ect or options.sft)
     if options.dyad_rate is not None:
         rate = options.dyad_rate
     elif options.dyad_plain_rate:
         rate = 1.0
     else:
-        rate = 1.0 / (2.0 * options.rank) if shifted else 0.03
+        rate = 1.0 / (2.0 * options.rank) if shifted else RATINGS_RATE if ratings else PLAIN_RATE
     chosen = dict(shift=1.0 if shifted else 0.0, rate=float(rate),
                   noise=options.dyad_noise if options.dyad_noise is not None
                   else (0.01 if shifted else 0.1),
@@ -144,16 +160,15 @@ def dyad_settings(options: Options) -> dict:
     # a given --dyad_l2 is the penalty itself; the default one follows the uses per row
     chosen["l2_power"] = L2_SIZE_POWER if options.dyad_l2 is None and not shifted else 0.0
     chosen["dropout"] = dropout
-    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times.  Its
-    # defaults are in squared error's units, chosen on ratings (binary and regression learning,
-    # no dropout): elsewhere they are 0.  Where the per-row latent penalty is on, it replaces
-    # the default per-update one (--dyad_l2 still adds one when given).
-    ratings = options.loss_function == "squared" and not shifted and not dropout and not (
-        options.oaa or options.ect or options.sft)
+    # where the per-row latent penalty is on, it replaces the default per-update one
+    # (--dyad_l2 still adds one when given)
     chosen["bias_l2"] = float(options.dyad_bias_l2 if options.dyad_bias_l2 is not None
                               else BIAS_L2 if ratings else 0.0)
     chosen["row_l2"] = float(options.dyad_row_l2 if options.dyad_row_l2 is not None
                              else ROW_L2 if ratings else 0.0)
+    chosen["decay"] = float(options.dyad_decay if options.dyad_decay is not None
+                            else RATINGS_DECAY if ratings and options.dyad_rate is None
+                            and not options.dyad_plain_rate else 1.0)
     if chosen["row_l2"] > 0.0 and options.dyad_l2 is None:
         chosen["l2"] = 0.0
         chosen["l2_power"] = 0.0
@@ -161,14 +176,15 @@ def dyad_settings(options: Options) -> dict:
         raise OptionError("--lrqdropout drops latent coordinates of the plain form p = a·b; "
                           "it cannot go with --dyad_shifted")
     for name, low in (("rate", 0.0), ("noise", 0.0), ("l2", 0.0), ("power_t", 0.0),
-                      ("bias_l2", 0.0), ("row_l2", 0.0)):
+                      ("bias_l2", 0.0), ("row_l2", 0.0), ("decay", 0.0)):
         value = chosen[name]
-        if not (low <= value < math.inf) or (name == "rate" and value <= 0.0):
+        positive = name in ("rate", "decay")
+        if not (low <= value < math.inf) or (positive and value <= 0.0):
             flag = {"rate": "dyad_rate", "noise": "dyad_noise", "l2": "dyad_l2",
                     "power_t": "dyad_power_t", "bias_l2": "dyad_bias_l2",
-                    "row_l2": "dyad_row_l2"}[name]
+                    "row_l2": "dyad_row_l2", "decay": "dyad_decay"}[name]
             raise OptionError(f"option '--{flag}': {value:g} must be a finite "
-                              + ("positive number" if name == "rate" else "number, at least 0"))
+                              + ("positive number" if positive else "number, at least 0"))
     return chosen
 
 
@@ -802,7 +818,7 @@ def setup(options: Options) -> Dyadic | None:
     if not options.dyad:
         alone = [name for name in ("rank", "dyad_plain", "dyad_shifted", "dyad_rate",
                                    "dyad_power_t", "dyad_noise", "dyad_l2", "dyad_bias_l2",
-                                   "dyad_row_l2")
+                                   "dyad_row_l2", "dyad_decay")
                  if name in options.given]
         if alone:
             pairs = [pair for pair in options.quadratic if len(pair) == 2 and ":" not in pair]
