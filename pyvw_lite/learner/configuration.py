@@ -161,20 +161,14 @@ class Configuration:
         self.params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         self.params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         settings = self.dyadic.settings if self.dyadic is not None else None
-        # the latent rate's per-pass decay so far: a model keeps it, so a resumed run goes on
-        # where it stopped; one saved before the decay resumes at its constant 0.03
+        # the latent rate's --dyad_decay so far: a model keeps it, so a resumed run goes on
+        # where it stopped (one saved before the option had none: 1)
         self.latent_scale = 1.0
-        if settings and self.model is not None:
-            if "dyad_rate_scale" in self.model.state:
-                self.latent_scale = float(self.model.state["dyad_rate_scale"])
-                if not 0.0 < self.latent_scale < math.inf:
-                    raise ModelError(f"{o.initial_regressor}: malformed model (latent rate "
-                                     f"scale {self.latent_scale:g})")
-            else:
-                if "dyad_rate" not in o.given and not o.dyad_plain_rate and not o.dyad_shifted:
-                    settings["rate"] = dyad.PLAIN_RATE
-                if "dyad_decay" not in o.given:
-                    settings["decay"] = 1.0
+        if settings and self.model is not None and "dyad_rate_scale" in self.model.state:
+            self.latent_scale = float(self.model.state["dyad_rate_scale"])
+            if not 0.0 < self.latent_scale < math.inf:
+                raise ModelError(f"{o.initial_regressor}: malformed model (latent rate scale "
+                                 f"{self.latent_scale:g})")
         self.params[gd.P_LATENT_RATE] = settings["rate"] * self.latent_scale if settings else 1.0
         self.params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         self.params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
