@@ -64,6 +64,7 @@ class Workspace:
     dyadic = learner_attribute("dyadic")
     active = learner_attribute("active")
     latent_columns = learner_attribute("latent_columns")
+    latent_scale = learner_attribute("latent_scale")  # --dyad_decay's factor so far
     _latent_columns = latent_columns  # the name earlier callers (and tests) use
 
     def __init__(self, args: str | Sequence[str] | Options | None = None, *,

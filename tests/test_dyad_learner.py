@@ -101,7 +101,7 @@ def test_default_form_and_rates_are_the_limit_of_small_steps(loss, label, h, l2)
                  "1 |rater r_1 |task t_7"] * 3:
         ws.learn(line if loss not in ("squared", "quantile") else line.replace("-1 ", "0.2 "))
     w0 = ws.weights.ravel().astype(np.float64)
-    eta = ws.params[P_ETA] * 0.03  # --dyad_power_t 0: no decay
+    eta = ws.params[P_ETA] * ws.params[P_LATENT_RATE]  # --dyad_power_t 0: no decay
     ws.learn(f"{label} {h} |rater r_1 |task t_5")
     learned = ws.weights.ravel().astype(np.float64)
     (lr, latent_r), (lt, latent_t) = slots_of(ws, "rater", "r_1"), slots_of(ws, "task", "t_5")
@@ -884,3 +884,88 @@ def test_shards_add_their_first_pass_counts(tmp_path):
         models[name] = Workspace(["-i", str(model), "--quiet"]).touched
     np.testing.assert_array_equal(models["shards"], models["one"])
     assert sorted(np.unique(models["one"]).tolist()) == [0, 10, 12]
+
+
+def test_the_latent_rate_decays_by_dyad_decay_per_pass_and_a_model_keeps_it(tmp_path):
+    """--dyad_decay D multiplies the latent rate by D after each pass (the linear rates are
+    untouched) and a saved model resumes at the rate it reached.  The default is 1: the rate
+    stays constant (docs/dyadic.md: 0.15 decayed by 0.9 was tried as the default)."""
+    ws = Workspace("--dyad um --rank 2 --dyad_rate 0.15 --dyad_decay 0.9 --quiet")
+    eta = ws.params[P_ETA]
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.15)
+    for _ in range(3):
+        ws.learn(["4 |u u1 |m m1", "2 |u u2 |m m1", "5 |u u1 |m m2"])
+        ws.repeat_pass()
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.15 * 0.9 ** 3)
+    assert ws.params[P_ETA] == eta
+    path = tmp_path / "m.pvw"
+    ws.save(str(path))
+    again = Workspace(["-i", str(path), "--quiet"])
+    assert again.params[P_LATENT_RATE] == pytest.approx(0.15 * 0.9 ** 3)
+    again.repeat_pass()
+    assert again.params[P_LATENT_RATE] == pytest.approx(0.15 * 0.9 ** 4)
+    for flags, first, second in (("", 0.03, 0.03), ("--dyad_decay 0.5", 0.03, 0.015),
+                                 ("--loss_function logistic --dyad_decay 0.8", 0.03, 0.024)):
+        ws = Workspace(f"--dyad um --rank 2 --quiet {flags}")
+        assert ws.params[P_LATENT_RATE] == pytest.approx(first), flags
+        ws.repeat_pass()
+        assert ws.params[P_LATENT_RATE] == pytest.approx(second), flags
+
+
+def test_a_command_line_run_saves_the_decayed_rate_and_an_older_model_resumes_at_its_own(
+        tmp_path):
+    """-f after three passes holds the rate's scale 0.9³; a model saved before --dyad_decay (no
+    scale in it) resumes at scale 1; a scale that is not a finite positive number is refused."""
+    from conftest import run_workspace
+    from pyvw_lite.io.model_io import load_model, save_model
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(12) for m in range(0, 30, 3)))
+    model = tmp_path / "m.pvw"
+    _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2", "--passes",
+                                  "3", "--holdout_off", "-c", "--quiet", "-f", str(model),
+                                  "--dyad_decay", "0.9"])
+    assert code == 0, err
+    saved = load_model(str(model))
+    assert saved.state["dyad_rate_scale"] == pytest.approx(0.9 ** 3)
+    assert Workspace(["-i", str(model), "--quiet"]).params[P_LATENT_RATE] == \
+        pytest.approx(0.03 * 0.9 ** 3)
+    del saved.state["dyad_rate_scale"]
+    older = tmp_path / "older.pvw"
+    save_model(str(older), saved, "0")
+    ws = Workspace(["-i", str(older), "--quiet"])
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.03)
+    ws.repeat_pass()
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.027)
+    saved.state["dyad_rate_scale"] = -1.0
+    save_model(str(older), saved, "0")
+    with pytest.raises(Exception, match="latent rate scale"):
+        Workspace(["-i", str(older), "--quiet"])
+
+
+@pytest.mark.parametrize("value", ["0", "-0.5", "inf", "nan"])
+def test_dyad_decay_must_be_a_finite_positive_number(value):
+    with pytest.raises(OptionError, match="--dyad_decay"):
+        Workspace(f"--dyad um --rank 2 --dyad_decay {value} --quiet")
+    with pytest.raises(OptionError, match="needs --dyad"):
+        Workspace("--dyad_decay 0.9 --quiet")
+
+
+def test_shards_learn_at_the_decayed_latent_rate(tmp_path):
+    """Under --executor every shard of pass p learns at 0.9^p of the latent rate (--dyad_decay
+    0.9), as one learner does: one shard's model equals the single learner's after three
+    passes."""
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(12) for m in range(0, 30, 3)))
+    models = {}
+    for name, extra in (("one", []), ("shard", ["--executor", "serial", "--shards", "1"])):
+        model = tmp_path / f"{name}.pvw"
+        _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2",
+                                      "--passes", "3", "--holdout_off", "-c", "--quiet",
+                                      "--dyad_decay", "0.9", "-f", str(model), *extra])
+        assert code == 0, err
+        models[name] = Workspace(["-i", str(model), "--quiet"])
+    assert models["shard"].latent_scale == pytest.approx(0.9 ** 3)
+    np.testing.assert_allclose(models["shard"].weights, models["one"].weights, atol=1e-6)

@@ -25,6 +25,7 @@ def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 
         results = run_pass(executor, handles, learner, options, pass_index)
         combine(learner, results, averaging)
         learner.params[P_ETA] *= learner.options.decay_learning_rate
+        learner.repeat_pass()  # the next pass repeats the data (and decays the latent rate)
         if report is not None:
             report(pass_index + 1, workspace)
     return workspace

@@ -270,17 +270,20 @@ def cached_batches(shard: dict, workspace, timings: dict):
 
 def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
                 outputs: tuple[int, ...]) -> dict:
-    """One pass of one shard from the broadcast ``(weights, state, touched)``."""
+    """One pass of one shard from the broadcast ``(weights, state, touched, latent scale)``
+    (the scale: the latent rate's decay so far, ``Learner.latent_scale``)."""
     clock = time.perf_counter()
     log = io.StringIO()
     workspace = Learner(options, stdout=log, stderr=io.StringIO())
-    weights, state, touched = model
+    weights, state, touched, latent_scale = model
     workspace.weights[...] = weights  # copies: the broadcast arrays stay untouched
     workspace.state[...] = state
     workspace.touched[...] = touched
     workspace.params[P_ETA] *= options.decay_learning_rate ** pass_index
     if pass_index > 0:
         workspace.repeat_pass()
+    if workspace.dyadic is not None:
+        workspace.set_latent_scale(latent_scale)
     # the examples' progress stays here: the driver gets their totals, and sends its table
     # only when a row falls due inside this shard (account_shard)
     old = shard.pop("records", None)
@@ -389,7 +392,7 @@ def account_result(progress, executor, handle, result: dict, learn_args: tuple) 
 def run_pass(executor, handles: list, workspace, options: Options, pass_index: int,
              outputs: tuple[int, ...] = ()) -> list[dict]:
     """One pass of every shard from the workspace's model: the shards' results, in order."""
-    model = (workspace.weights, workspace.state, workspace.touched)
+    model = (workspace.weights, workspace.state, workspace.touched, workspace.latent_scale)
     results = executor.map(learn_shard, handles,
                            [(options, model, pass_index, outputs)] * len(handles))
     for result in results:
@@ -573,7 +576,8 @@ class ShardedDriver(Driver):
                 clock = time.perf_counter()
                 if bar is not None:
                     bar.update(pass_index + 1)
-                learn_args = (options, (ws.weights, ws.state, ws.touched), pass_index, outputs)
+                learn_args = (options, (ws.weights, ws.state, ws.touched, ws.latent_scale),
+                              pass_index, outputs)
                 said: set[str] = set()  # a note every shard makes ("labels are now ...") once
                 for shard, result in zip(handles, results):
                     if pass_index == 0:  # later passes would repeat the same warnings

@@ -189,7 +189,15 @@ class Configuration:
         params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         settings = self.dyadic.settings if self.dyadic is not None else None
-        params[gd.P_LATENT_RATE] = settings["rate"] if settings else 1.0
+        # the latent rate's --dyad_decay so far: a model keeps it, so a resumed run goes on
+        # where it stopped (one saved before the option had none: 1)
+        self.latent_scale = 1.0
+        if settings and model is not None and "dyad_rate_scale" in model.state:
+            self.latent_scale = float(model.state["dyad_rate_scale"])
+            if not 0.0 < self.latent_scale < math.inf:
+                raise ModelError(f"{o.initial_regressor}: malformed model (latent rate scale "
+                                 f"{self.latent_scale:g})")
+        params[gd.P_LATENT_RATE] = settings["rate"] * self.latent_scale if settings else 1.0
         params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF
         params[gd.P_DYAD_L2] = settings["l2"] if settings else 0.0

@@ -105,6 +105,7 @@ class Learner:
         self.config = Configuration(options, model, self.log)
         self.checks = ExampleChecks(self.config, self.log)
         self.weights, self.state, self.params, self.touched = self.config.tables(model, self.log)
+        self.latent_scale = self.config.latent_scale  # --dyad_decay so far (repeat_pass)
         self.initial_t_shown = float(self.state[gd.T_SEEN]) if model is not None \
             else self.config.initial_t
         self.ode_step_caps = 0
@@ -325,8 +326,16 @@ class Learner:
 
     def repeat_pass(self) -> None:
         """The examples from now on repeat ones already learned (a later pass): the dyadic
-        learner stops counting the uses of its latent rows, which size its default penalty."""
+        learner stops counting the uses of its latent rows, which size its default penalty,
+        and its latent rate takes one more step of ``--dyad_decay``."""
         self.params[gd.P_DYAD_COUNT] = 0.0
+        if self.dyadic is not None:
+            self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
+
+    def set_latent_scale(self, scale: float) -> None:
+        """Learn latent vectors at ``scale`` × their rate (``--dyad_rate``) from now on."""
+        self.latent_scale = float(scale)
+        self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
     def learn(self, examples) -> np.ndarray:
         """Learn from VW lines (a string, a list of strings) or a parsed batch, in order.

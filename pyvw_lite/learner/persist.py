@@ -32,6 +32,8 @@ def _model_data(learner, predict_only: bool | None) -> ModelData:
              "slot_multiplier": int(learner.slot_multiplier)}
     if learner.latent:
         state["latent_columns"] = learner.latent
+        # the latent rate's decay over the passes so far (a predict-only model learns afresh)
+        state["dyad_rate_scale"] = 1.0 if predict_only else float(learner.latent_scale)
     if not predict_only:
         state["power_t"] = learner.options.power_t
         if learner.active is not None:  # the sampler's evidence, for a later --active run
