@@ -205,6 +205,30 @@ def test_malformed_rows_are_skipped_with_a_located_warning(tmp_path, capsys):
                         "integer (line: 'b -1 ann:x'); skipped"]
 
 
+def test_control_characters_are_a_malformed_row_and_long_labels_are_shortened(tmp_path,
+                                                                               capsys):
+    """A NUL (or another control character) in an id or label skips its row with a located
+    warning, fatal under --strict_parse, instead of a new worker whose id carries it into
+    every output; a label of any length is kept whole in the outputs and shortened on the
+    summary line."""
+    path = tmp_path / "answers.csv"
+    path.write_bytes(b"task,worker,label\nx,u,yes\nx,w\x002,no\ny,u,no\n")
+    out = tmp_path / "p.csv"
+    code, err = run([str(path), "--batch", "-p", str(out)], capsys)
+    assert code == 0, err
+    assert f"[warning] {path}:3: a control character ('\\x00') in 'w\\x002'" in err
+    assert "skipped malformed rows = 1" in err and "1 worker," in err
+    code, err = run([str(path), "--batch", "-p", str(tmp_path / "q.csv"), "--strict_parse"],
+                    capsys)
+    assert code != 0 and f"{path}:3: a control character" in err
+    long = "y" * 5000
+    path.write_text(f"task,worker,label\nx,u,{long}\nx,v,no\n")
+    code, err = run([str(path), "--batch", "-p", str(out)], capsys)
+    assert code == 0, err
+    assert f"2 labels (no, {'y' * 40}... (4,960 more))" in err and long not in err
+    assert f"p_{long}" in out.read_text().splitlines()[0]
+
+
 def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path, capsys):
     """Spreadsheet exports start with a UTF-8 byte order mark; VW's parser skips it too."""
     bom = "\ufeff"

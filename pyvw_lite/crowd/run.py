@@ -94,6 +94,12 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def shortened(text: str, limit: int = 40) -> str:
+    """An id or label for a message line: whole, or its first ``limit`` characters and how
+    many more there are (a file may hold a label of megabytes; the outputs keep it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more)"
+
+
 def _config(run: CrowdRun, data: CrowdData):
     from .model import CrowdConfig
     priorz = _priorz(run.priorz) if run.priorz else []
@@ -284,7 +290,7 @@ def run(run: CrowdRun, batch_em_on_executor=None) -> int:
                   f"{counted(data.n_ratings, 'rating')}, "
                   f"{counted(len(data.worker_names), 'worker')}, "
                   f"{counted(data.n_labels, 'label')} "
-                  f"({', '.join(data.label_names)})"
+                  f"({', '.join(shortened(name) for name in data.label_names)})"
                   + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
                   + (f" ({data.gold_elsewhere} gold tasks in no answer)" if data.gold_elsewhere
                      else "")

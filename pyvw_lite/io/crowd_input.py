@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ class RowPolicy:
 
 
 STRICT = RowPolicy()
+
+
+# C0 control characters but tab, and DEL: no id or label holds one (a NUL is a binary file or
+# a broken export), and one would be copied into every file that names the id
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _quoted(line: str, limit: int = 200) -> str:
@@ -465,8 +471,10 @@ def _read_table(path, name, required, rows, optional):
                 columns[column] = Column(codes.astype(np.int64),
                                          np.asarray(uniques, dtype=object))
             del frame
-            if not any(columns[column].missing().any() for column in required):
-                return columns, None
+            control = any(CONTROL.search(str(value)) for column in wanted
+                          for value in columns[column].values)
+            if not control and not any(columns[column].missing().any() for column in required):
+                return columns, None  # else the csv module below names each bad row
     if isinstance(source, io.BytesIO):
         source.seek(0)
         handle = io.TextIOWrapper(source, encoding="utf-8-sig", newline="")
@@ -488,6 +496,12 @@ def _read_table(path, name, required, rows, optional):
                             f"{len(row)} (line: {_quoted(text)})")
                 continue
             fields = [row[position].strip() for position in positions]
+            bad = next((field for field in fields if CONTROL.search(field)), None)
+            if bad is not None:
+                rows.reject(f"{name}:{line_number}: a control character "
+                            f"({CONTROL.search(bad).group()!r}) in {_quoted(bad, 40)} "
+                            f"(line: {_quoted(text)})")
+                continue
             if "" in fields[:len(required)]:
                 rows.reject(f"{name}:{line_number}: empty {required[fields.index('')]!r} "
                             f"(line: {_quoted(text)})")
