@@ -20,7 +20,7 @@ from ..io.progress import LiveBar, use_live_bar
 from .defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 
 METHODS = ("auto", "ebcc", "bcc", "em", "majority", "one_coin")
-BATCH_ONLY = ("auto", "ebcc", "bcc")  # no online form: they imply --batch
+BATCH_ONLY = ("auto", "ebcc", "bcc", "majority", "one_coin")  # no online form: --batch
 # distinct labels read without --n_labels: crowd label sets have 2-16 classes; hundreds mean
 # free text in the label column (and K x K logits per worker slot: 300 asked for 43.9 GiB)
 UNASKED_LABELS = 32
@@ -77,6 +77,7 @@ class CrowdRun:
     def __post_init__(self):
         if self.method is None:  # never another method because of an output asked for
             self.method = "auto" if self.batch else "em"
+        self.batch_named = "--batch" if self.batch else f"--method {self.method} (a batch fit)"
         if self.method in BATCH_ONLY:
             self.batch = True
 
@@ -416,6 +417,11 @@ def _check_batch_flags(run: CrowdRun, err) -> None:
     online_only = [flag for flag, value in (("--initial_model", run.initial_model),
                                             ("--test_only", run.test_only)) if value]
     if online_only:
+        if run.batch_named != "--batch":  # the method implied it
+            raise ValueError(f"{' and '.join(online_only)} need"
+                             f"{'' if len(online_only) > 1 else 's'} --method em (online EM); "
+                             f"{run.batch_named[:-len(' (a batch fit)')]} is a batch fit and "
+                             "starts afresh")
         raise ValueError(f"{' and '.join(online_only)} with --batch: "
                          f"{'they are' if len(online_only) > 1 else 'it is'} for online EM; "
                          "a batch fit starts afresh")
