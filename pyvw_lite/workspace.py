@@ -102,8 +102,11 @@ class Workspace:
     def learn(self, examples) -> np.ndarray:
         """Learn from VW lines (a string, a list of strings) or a parsed batch, in order; the
         progressive predictions, one per example used (a malformed line is skipped with a
-        warning: ``last_rows`` says which rows they belong to)."""
-        return self.learner.learn(examples)
+        warning: ``last_rows`` says which rows they belong to).  A multiclass model's are
+        classes as :meth:`predict` gives them (1..K, or the names of --named_labels)."""
+        predictions = self.learner.learn(examples)
+        reduction = self.learner.reduction
+        return predictions if reduction is None else reduction.class_labels(predictions)
 
     def predict(self, examples):
         """Predictions for VW lines or a parsed batch, one per example used; the model is not

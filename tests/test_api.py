@@ -126,11 +126,14 @@ def test_a_multiclass_workspace_predicts_classes_as_the_data_writes_them():
         assert ws.predict(["|a x", "|a y", "|a z"]).tolist() == [1, 2, 3], args
         assert ws.predict("|a z") == 3 and isinstance(ws.predict("|a z"), int)
         assert ws.predict_with_scores(["|a x"])[0].tolist() == [0]  # indices stay there
+        # learn's progressive predictions on the same scale (they were 0-based indices)
+        assert ws.learn(lines[-3:]).tolist() == [1, 2, 3], args
     named = Workspace("--oaa 3 --named_labels a,b,c --quiet")
     named.learn([line.replace("1 ", "a ").replace("2 ", "b ").replace("3 ", "c ")
                  for line in lines])
     assert named.predict(["|a x", "|a y", "|a z"]).tolist() == ["a", "b", "c"]
     assert named.predict("|a y") == "b"
+    assert named.learn(["a |a x", "c |a z"]).tolist() == ["a", "c"]
     zero = Workspace("--oaa 3 --quiet")
     zero.learn([line.replace("3 ", "0 ") for line in lines])  # 0-based labels, detected
     assert zero.predict("|a z") == 0 and zero.predict("|a y") == 2

@@ -389,7 +389,10 @@ class Learner:
         that flips the prediction (label opposite to it, target 0).  ``inf`` when unreachable.
         Binary learners (linear or ``--dyad``), and ``--sft``: there the reverting weight of
         SPEC §C.3, the smallest that makes the predicted class lose a match.  One line gives
-        one number, as :meth:`predict` does; several give an array."""
+        one number, as :meth:`predict` does; several give an array.  With the default adaptive
+        and normalized rates the per-feature state is taken as it stands (VW's sensitivity at
+        importance 1, SPEC erratum 2): a real update of weight h also grows that state, so
+        learning the example at exactly this weight can stop a few percent short of the flip."""
         weights = self.h_min_array(examples, target, label)
         return float(weights[0]) if one_line(examples, weights) else weights
 
