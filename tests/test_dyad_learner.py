@@ -868,22 +868,30 @@ def test_per_row_penalties_come_within_0_01_of_a_tuned_als_on_long_tailed_items(
     assert mse["new"] < mse["als"] + 0.01, mse
 
 
-def test_shards_add_their_first_pass_counts(tmp_path):
-    """Under --executor each shard counts the uses of its own lines; the combined model counts
-    every use once, as one learner over the whole file does."""
+def one_and_sharded(tmp_path, shards: int, extra: list[str]) -> dict:
+    """The rank-2 dyadic models one learner and ``--shards`` serial shards learn from the same
+    small ratings file with ``extra`` options, loaded: {"one": ..., "shards": ...}."""
     from conftest import run_workspace
     data = tmp_path / "r.vw"
     data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
                             for u in range(12) for m in range(0, 30, 3)))
     models = {}
-    for name, extra in (("one", []), ("shards", ["--executor", "serial", "--shards", "3"])):
+    for name, executor in (("one", []), ("shards", ["--executor", "serial", "--shards",
+                                                    str(shards)])):
         model = tmp_path / f"{name}.pvw"
-        _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2",
-                                      "--quiet", "-f", str(model), *extra])
+        _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2", "--quiet",
+                                      *extra, "-f", str(model), *executor])
         assert code == 0, err
-        models[name] = Workspace(["-i", str(model), "--quiet"]).touched
-    np.testing.assert_array_equal(models["shards"], models["one"])
-    assert sorted(np.unique(models["one"]).tolist()) == [0, 10, 12]
+        models[name] = Workspace(["-i", str(model), "--quiet"])
+    return models
+
+
+def test_shards_add_their_first_pass_counts(tmp_path):
+    """Under --executor each shard counts the uses of its own lines; the combined model counts
+    every use once, as one learner over the whole file does."""
+    models = one_and_sharded(tmp_path, 3, [])
+    np.testing.assert_array_equal(models["shards"].touched, models["one"].touched)
+    assert sorted(np.unique(models["one"].touched).tolist()) == [0, 10, 12]
 
 
 def test_the_latent_rate_decays_by_dyad_decay_per_pass_and_a_model_keeps_it(tmp_path):
@@ -955,17 +963,7 @@ def test_shards_learn_at_the_decayed_latent_rate(tmp_path):
     """Under --executor every shard of pass p learns at 0.9^p of the latent rate (--dyad_decay
     0.9), as one learner does: one shard's model equals the single learner's after three
     passes."""
-    from conftest import run_workspace
-    data = tmp_path / "r.vw"
-    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
-                            for u in range(12) for m in range(0, 30, 3)))
-    models = {}
-    for name, extra in (("one", []), ("shard", ["--executor", "serial", "--shards", "1"])):
-        model = tmp_path / f"{name}.pvw"
-        _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2",
-                                      "--passes", "3", "--holdout_off", "-c", "--quiet",
-                                      "--dyad_decay", "0.9", "-f", str(model), *extra])
-        assert code == 0, err
-        models[name] = Workspace(["-i", str(model), "--quiet"])
-    assert models["shard"].latent_scale == pytest.approx(0.9 ** 3)
-    np.testing.assert_allclose(models["shard"].weights, models["one"].weights, atol=1e-6)
+    models = one_and_sharded(tmp_path, 1, ["--passes", "3", "--holdout_off", "-c",
+                                           "--dyad_decay", "0.9"])
+    assert models["shards"].latent_scale == pytest.approx(0.9 ** 3)
+    np.testing.assert_allclose(models["shards"].weights, models["one"].weights, atol=1e-6)

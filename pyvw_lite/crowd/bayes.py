@@ -342,66 +342,57 @@ def _vb_steps(item_start, rating_worker, rating_label, label_count, gold, alpha,
     in_cycle = np.empty(KM, dtype=np.bool_)
     done = 0
     bound = 0.0
+    second = 0.0
     L = 0
+    kept = 0
     converged = False
+    phase = 0  # in a cycle: 1 and 2 after its plain iterations, 3 after the trend's step
     while done < steps:
-        if not cycle or steps - done < 4:  # room for a cycle and a last plain iteration
-            L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count,
-                                      gold, alpha, prior_columns, digamma_prior, prior_sum,
-                                      dead_log, a_pi, M, rho, counts, elog_v, mass, is_live,
-                                      live)
-            done += 1
-            if move < tol:
-                converged = True
-                break
+        if phase == 0 and cycle and steps - done >= 4:  # room for a cycle and a last plain one
+            kept = 0  # the cycle's cells: those live now (others stay 0 unless a class revives)
+            in_cycle[:] = is_live
+            for c in range(KM):
+                if is_live[c]:
+                    columns[kept] = c
+                    kept += 1
+            _keep_columns(rho, columns, kept, r0)
+            phase = 1
+        elif phase == 2:
+            _keep_columns(rho, columns, kept, r1)
+        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
+                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
+                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
+        done += 1
+        if phase == 3:  # kept if the bound did not fall, else back to r2
+            phase = 0
+            if bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass, a_pi,
+                                        alpha, M) < second:
+                for i in range(n_items):
+                    for c in range(KM):
+                        rho[i, c] = 0.0
+                    for j in range(kept):
+                        rho[i, columns[j]] = r2[i, j]
+                is_live[:] = live_at_r2
             continue
-        kept = 0  # the cycle's cells: those live now (others stay 0 unless a class revives)
-        in_cycle[:] = is_live
-        for c in range(KM):
-            if is_live[c]:
-                columns[kept] = c
-                kept += 1
-        _keep_columns(rho, columns, kept, r0)
-        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
-                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
-                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
-        done += 1
         if move < tol:
             converged = True
             break
-        _keep_columns(rho, columns, kept, r1)
-        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
-                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
-                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
-        done += 1
-        if move < tol:
-            converged = True
-            break
-        revived = False
-        for c in range(KM):
-            if is_live[c] and not in_cycle[c]:
-                revived = True
-        if revived:
-            continue  # a class came back: no trend to follow
-        second = bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass,
-                                          a_pi, alpha, M)
-        _keep_columns(rho, columns, kept, r2)
-        live_at_r2[:] = is_live
-        if _extrapolate(r0, r1, r2, columns, kept, rho, is_live) == -1.0:
-            continue  # no trend to follow: rho is r2
-        L, move, bound = _vb_step(item_start, rating_worker, rating_label, label_count, gold,
-                                  alpha, prior_columns, digamma_prior, prior_sum, dead_log,
-                                  a_pi, M, rho, counts, elog_v, mass, is_live, live)
-        done += 1
-        third = bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass,
-                                         a_pi, alpha, M)
-        if third < second:  # back to r2
-            for i in range(n_items):
-                for c in range(KM):
-                    rho[i, c] = 0.0
-                for j in range(kept):
-                    rho[i, columns[j]] = r2[i, j]
-            is_live[:] = live_at_r2
+        if phase == 1:
+            phase = 2
+        elif phase == 2:
+            phase = 0
+            revived = False
+            for c in range(KM):
+                if is_live[c] and not in_cycle[c]:
+                    revived = True
+            if revived:
+                continue  # a class came back: no trend to follow
+            second = bound - _live_divergence(counts, elog_v, live, L, prior_columns, mass,
+                                              a_pi, alpha, M)
+            _keep_columns(rho, columns, kept, r2)
+            live_at_r2[:] = is_live
+            if _extrapolate(r0, r1, r2, columns, kept, rho, is_live) != -1.0:
+                phase = 3  # else no trend to follow: rho is r2
     bound -= _live_divergence(counts, elog_v, live, L, prior_columns, mass, a_pi, alpha, M)
     _spread_counts(counts, live, L)
     return done, converged, bound

@@ -471,8 +471,8 @@ def _read_table(path, name, required, rows, optional):
                 columns[column] = Column(codes.astype(np.int64),
                                          np.asarray(uniques, dtype=object))
             del frame
-            control = any(CONTROL.search(str(value)) for column in wanted
-                          for value in columns[column].values)
+            control = any(CONTROL.search("\n".join(map(str, columns[column].values)))
+                          for column in wanted)  # one search per column: \n is not matched
             if not control and not any(columns[column].missing().any() for column in required):
                 return columns, None  # else the csv module below names each bad row
     if isinstance(source, io.BytesIO):
