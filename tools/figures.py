@@ -203,7 +203,8 @@ ALLOWED = [
     (r"\d+-(?:bit|core|fold|line|pass|D)\b|rank-\d+|\branks? \d+(?: and \d+)?|\d+ (?:passes|pass|seeds|"
      r"sweeps)\b|\b[kKM] ?= ?\d+(?:\.\.\d+)?|2\^\d+",
      "a setting named in prose: bits, cores, folds, passes, rank, classes, a power of two"),
-    (r"\d+ (?:KB|MB|GB|MiB|GiB|Gb/s)\b|0700", "a size or mode the code sets"),
+    (r"\b(?:1|2|4|8|16|32|64|128|256|512) (?:KB|MB|GB|MiB|GiB|Gb/s)\b|0700",
+     "a size or mode the code sets (a power of two: a chunk, a table, a limit)"),
     (r"\d{1,3}(?:,000)+ (?:[\w-]+ ){0,2}(?:lines|ratings|tasks|answers|workers|examples|items)|"
      r"\d+ shards", "a round size a command is asked for (1,000,000 lines, 2,000 workers, 4 shards)"),
     (r"asks for [\d.]+×", "the target an issue sets"),
