@@ -534,12 +534,11 @@ def sklearn_defaults(work: Path, records: bool):
             if not params:  # where the shipped defaults fall short (docs/python.md)
                 worst = {"clf": "modechoice", "reg": "macrodata"}[kind]
                 values[f"{kind}.{worst}_below"] = -row["gaps"][worst]
-            cells = [f"{row['mean_gap']:+.4f}", f"{row['median_gap']:+.4f}",
-                     str(row["within_0.03"]), f"{row['worst'][0]} {row['worst'][1]:+.4f}"]
+            cells = [signed(row["mean_gap"], 4), signed(row["median_gap"], 4),
+                     str(row["within_0.03"]), f"{row['worst'][0]} {signed(row['worst'][1], 4)}"]
             if not params:
                 cells = [f"**{c}**" for c in cells]
-            table.append(f"| {label} | " + " | ".join(c.replace("-", "−") if c[0] in "+-*"
-                                                       else c for c in cells) + " |")
+            table.append(f"| {label} | " + " | ".join(cells) + " |")
         values[f"{kind}.table"] = "\n".join(table)
     values["clf.rate2_gain"] = values["clf.learning_rate.mean"] - values["clf.shipped.mean"]
     values["reg.rate2_loss"] = values["reg.shipped.mean"] - values["reg.learning_rate.mean"]
