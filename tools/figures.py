@@ -513,7 +513,7 @@ SKLEARN_CANDIDATES = {
 @group("sklearn_defaults", "python tests/accuracy/sklearn_defaults.py clf|reg CANDIDATE, for "
        "each candidate of the two tables (with statsmodels and palmerpenguins installed)",
        slow=True, needs=needs_packaged_sets)
-def sklearn_defaults(work: Path, records: bool):
+def sklearn_candidates(work: Path, records: bool):
     values = {}
     for kind, candidates in SKLEARN_CANDIDATES.items():
         head = ("| VWClassifier candidate | mean gap | median | sets within 0.03 | worst |"
