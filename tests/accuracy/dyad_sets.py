@@ -27,12 +27,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-from pyvw_lite.io.model_io import load_model  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GEN = ROOT.parent / "shared" / "tools" / "gen_dyadic.py"
+sys.path.insert(0, str(ROOT))
+from pyvw_lite.io.model_io import load_model  # noqa: E402
 
 # name: (seed, gen_dyadic flags)
 SETS = {
