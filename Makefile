@@ -44,6 +44,7 @@ demo: $(VENV)/.demo-installed
 
 # Every figure README.md and docs/*.md print, re-run into docs/figures.json and rendered into the
 # pages (tools/figures.py; FIGURES="--fast" for the groups CI re-runs, "--only GROUP ..." for some).
+# A group that needs ../shared, crowd-kit (CROWDKIT_PYTHON=...) or statsmodels is skipped without.
 figures: install
 	$(BIN)/python tools/figures.py $(FIGURES)
 

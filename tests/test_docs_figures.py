@@ -65,6 +65,27 @@ def test_the_check_reads_the_printed_precision_and_style():
     assert problems  # a marker the check cannot read is an error, not a pass
 
 
+@pytest.mark.parametrize("page", figures_tool.pages(), ids=lambda path: path.name)
+def test_every_number_a_page_prints_is_marked_or_allowed(page):
+    """A number in a sentence or table row is a marked figure, or it stands in a pattern of
+    tools/figures.py's ALLOWED, which says why it is no result; so a new figure without its
+    marker fails here."""
+    found = figures_tool.unmarked_figures(page)
+    assert not found, "\n".join(f"{page.name}:{number}: {token} in: {line[:160]}"
+                                 for number, token, line in found)
+
+
+def test_the_unmarked_check_catches_a_new_figure():
+    unmarked = figures_tool.unmarked
+    text = ("Test MSE 0.7804 on seed 7 at `-b 18`, within 0.01 of VW 9.11.9's (95% interval).\n"
+            "\n| set | 1,234 | 0.5<!--fig:a--> |\n")
+    assert [token for _, token, _ in unmarked(text)] == ["0.7804", "1,234"]
+    assert unmarked("A figure 0.7804<!--fig:a--> and <!--fig:b-->3 of 4<!--/fig-->.\n") == []
+    assert unmarked("<!--fig:c-->\n| 0.25 | 12 |\n\n```\nvw -b 18 --passes 20\n```\n") == []
+    assert all(reason for _, reason in figures_tool.ALLOWED)
+    assert all(reason for reason in figures_tool.ALLOWED_PAGES.values())
+
+
 def _merged(fresh: dict) -> dict:
     """docs/figures.json with the fresh values of every figure that is not a timing."""
     merged = dict(FIGURES)

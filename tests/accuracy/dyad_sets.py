@@ -1,0 +1,633 @@
+"""The dyadic learner's figures of docs/dyadic.md, re-run on gen_dyadic sets: pyvw-lite, VW 9.11.9
+(the ``vowpalwabbit`` package) and batch ALS (``dyad_als.py``), test MSE / RMSE / MAE.
+
+    python tests/accuracy/dyad_sets.py TABLE [--workdir DIR] [--json OUT] [--jobs N]
+
+TABLE is one of the names in ``TABLES`` (each a section of docs/dyadic.md).  A set is
+``../shared/tools/gen_dyadic.py`` with a seed and flags (``SETS``), written with its ids as
+generated (``|u u_17 |m m_1193``) or, as most MovieLens conversions write them, as numbers
+(``|u 17 |m 1193``).  Every pyvw-lite run learns from the training file with a cache of its own
+and predicts the test file with ``-t -i``; VW likewise.  The JSON holds each figure by name.
+
+A measurement, not a test: it asserts nothing and pytest does not collect it; it prints its
+tables (and writes its JSON record where it says so).  tools/figures.py runs it for the pages.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+GEN = ROOT.parent / "shared" / "tools" / "gen_dyadic.py"
+sys.path.insert(0, str(ROOT))
+from pyvw_lite.io.model_io import load_model  # noqa: E402
+
+# name: (seed, gen_dyadic flags)
+SETS = {
+    "seed7": (7, []), "seed1": (1, []), "seed2": (2, []),
+    "million": (7, ["--users", "6040", "--items", "3700", "--ratings", "1000000"]),
+    # issue 41: chosen on 101 and 102, scored on 201-203
+    "s101": (101, []), "s102": (102, ["--users", "671", "--items", "9066"]),
+    "s201": (201, ["--users", "500", "--items", "1000", "--ratings", "50000"]),
+    "s202": (202, ["--users", "1000", "--items", "6000", "--ratings", "60000"]),
+    "s203": (203, ["--latent-sd", "0.4", "--noise-sd", "0.85"]),
+    # the size rule: fitted on C, A, seed1, M8 and B, predicted F, E and D
+    "C": (9, ["--users", "3000", "--items", "2000", "--ratings", "100000"]),
+    "A": (9, ["--users", "6040", "--items", "3700", "--ratings", "300000"]),
+    "M8": (8, ["--users", "6040", "--items", "3700", "--ratings", "1000000"]),
+    "B": (9, ["--ratings", "400000"]),
+    "F": (12, ["--users", "500", "--items", "1000", "--ratings", "50000"]),
+    "E": (11, ["--users", "2000", "--items", "1500", "--ratings", "200000"]),
+    "D": (10, ["--users", "6040", "--items", "3700", "--ratings", "600000"]),
+    # generator shapes
+    **{f"{shape}{seed}": (seed, flags) for seed in (21, 22) for shape, flags in (
+        ("A", []), ("B", ["--latent-sd", "0.3", "--noise-sd", "0.9"]),
+        ("C", ["--rank", "2", "--latent-sd", "0.4"]),
+        ("D", ["--latent-sd", "0.2", "--noise-sd", "0.95"]))},
+    "s33": (33, ["--latent-sd", "0.55", "--noise-sd", "0.8"]),
+    "s31": (31, ["--latent-sd", "0.4", "--noise-sd", "0.85"]),
+}
+
+DYAD = ["--dyad", "um", "--rank", "8"]
+JUDGED = DYAD + ["--passes", "20"]  # VW's defaults: -b 18, a tenth held out, early termination
+RESULTS = DYAD + ["-b", "22", "--holdout_off", "--passes", "20"]  # every pass learns everything
+LINEAR_JUDGED = ["--passes", "20"]
+LINEAR_RESULTS = ["-b", "22", "--holdout_off", "--passes", "20"]
+PRE41 = ["--dyad_bias_l2", "0", "--dyad_row_l2", "0"]  # the learner before the per-row ridge
+UNCLIPPED = ["--min_prediction", "-100", "--max_prediction", "100"]  # a range nothing reaches
+# VW's demo/movielens Makefile lines (tests/test_movielens_demo.py)
+DEMO = {"linear": ["--loss_function", "quantile", "-l", "1", "-b", "24", "--passes", "100",
+                   "--holdout_off", "--adaptive", "--invariant"],
+        "lrq": ["--loss_function", "quantile", "-l", "0.1", "-b", "24", "--passes", "100",
+                "--holdout_off", "--l2", "1e-6", "--lrq", "um7", "--adaptive", "--invariant"],
+        "dropout": ["--loss_function", "quantile", "-l", "0.45", "-b", "24", "--passes", "100",
+                    "--holdout_off", "--lrq", "um14", "--lrqdropout", "--adaptive",
+                    "--invariant"]}
+DEMO_SQUARED = [a for a in DEMO["dropout"] if a not in ("--loss_function", "quantile")]
+NO_DROPOUT = [a for a in DEMO["dropout"] if a != "--lrqdropout"]
+NO_DROPOUT_SQUARED = [a for a in DEMO_SQUARED if a != "--lrqdropout"]
+
+PEER = ("import sys\nfrom vowpalwabbit import Workspace\n"
+        "Workspace(arg_list=sys.argv[1:]).finish()\n")
+
+
+class Runs:
+    """The sets a table needs, generated once, and its runs, each once, ``jobs`` at a time."""
+
+    def __init__(self, work: Path, jobs: int):
+        self.work, self.jobs = work, jobs
+        self.floors: dict[str, dict] = {}
+        self.results: dict[tuple, dict] = {}
+        self.pending: dict[tuple, None] = {}
+
+    # -- data
+    def files(self, name: str, variant: str = "") -> tuple[Path, Path]:
+        folder = self.work / name
+        train, test = folder / "train.vw", folder / "test.vw"
+        if not train.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            seed, flags = SETS[name]
+            out = subprocess.run([sys.executable, str(GEN), "--seed", str(seed), *flags,
+                                  "--train", str(train), "--test", str(test)],
+                                 capture_output=True, text=True, check=True).stdout
+            self.floors[name] = floors(out)
+        if not variant:
+            return train, test
+        if variant == "n":  # ids as numbers
+            named = folder / "n.train.vw", folder / "n.test.vw"
+            if not named[0].exists():
+                for source, target in zip((train, test), named):
+                    target.write_text(re.sub(r"\|u u_(\S+) \|m m_", r"|u \1 |m ",
+                                             source.read_text()))
+            return named
+        if variant == "90":  # the first nine tenths of the training file
+            part = folder / "90.train.vw"
+            if not part.exists():
+                lines = train.read_text().splitlines(keepends=True)
+                part.write_text("".join(lines[:len(lines) * 9 // 10]))
+            return part, test
+        if variant.startswith("n-"):  # number-named, lines grouped: n-item, n-userid, n-user<S>
+            ordered = folder / f"{variant}.train.vw"
+            if not ordered.exists():
+                source, _ = self.files(name, "n")
+                lines = source.read_text().splitlines(keepends=True)
+                user = [int(line.split("|u ")[1].split()[0]) for line in lines]
+                item = [int(line.split("|m ")[1].split()[0]) for line in lines]
+                if variant == "n-item":
+                    order = np.argsort(item, kind="stable")
+                elif variant == "n-userid":
+                    order = np.argsort(user, kind="stable")
+                else:  # the users in a seeded random order, each user's lines together
+                    rank = np.random.default_rng(int(variant[6:])).permutation(max(user) + 1)
+                    order = np.argsort(rank[user], kind="stable")
+                ordered.write_text("".join(lines[i] for i in order))
+            return ordered, self.files(name, "n")[1]
+        raise ValueError(variant)
+
+    # -- runs
+    def want(self, tool: str, name: str, flags: list[str], variant: str = "") -> tuple:
+        key = (tool, name, variant, tuple(flags))
+        if key not in self.results:
+            self.pending[key] = None
+        return key
+
+    def get(self, tool: str, name: str, flags: list[str], variant: str = "") -> dict:
+        return self.results[(tool, name, variant, tuple(flags))]
+
+    def run(self) -> None:
+        keys = list(self.pending)
+        self.pending.clear()
+        for _, name, variant, _ in keys:  # generate first, one at a time
+            self.files(name, variant)
+        with ThreadPoolExecutor(self.jobs) as pool:
+            for key, result in zip(keys, pool.map(self._one, keys, range(len(keys)))):
+                self.results[key] = result
+                print(f"  {key[0]} {key[1]}{'/' + key[2] if key[2] else ''} "
+                      f"{' '.join(key[3])}: MSE {result['mse']:.4f}", file=sys.stderr,
+                      flush=True)
+
+    def _one(self, key: tuple, number: int) -> dict:
+        tool, name, variant, flags = key
+        train, test = self.files(name, variant)
+        scratch = self.work / "runs" / str(number)
+        scratch.mkdir(parents=True, exist_ok=True)
+        if tool == "als":
+            out = subprocess.run([sys.executable, str(HERE / "dyad_als.py"), str(train),
+                                  str(test), *flags], capture_output=True, text=True,
+                                 check=True).stdout
+            m = re.search(r"rank (\d+) lambda (\S+) .*MSE (\S+) RMSE (\S+) MAE (\S+)", out)
+            return dict(rank=int(m.group(1)), lam=float(m.group(2)), mse=float(m.group(3)),
+                        rmse=float(m.group(4)), mae=float(m.group(5)))
+        model, predictions = scratch / "m.model", scratch / "p.txt"
+        if tool == "ours":
+            command = [sys.executable, "-m", "pyvw_lite"]
+            cache = ["--cache_file", str(scratch / "c.cache"), "-k"]
+        else:
+            command = [sys.executable, "-c", PEER]
+            cache = ["--cache_file", str(scratch / "c.vwcache"), "-k"]
+        for args in (["-d", str(train), *flags, *cache, "-f", str(model), "--quiet"],
+                     ["-d", str(test), "-t", "-i", str(model), "-p", str(predictions),
+                      "--quiet"]):
+            done = subprocess.run(command + args, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{tool} {' '.join(args)}:\n{done.stderr[-2000:]}")
+        p = np.array([float(line.split()[0]) for line in predictions.read_text().splitlines()])
+        y = np.array([float(line.split()[0]) for line in test.read_text().splitlines()])
+        result = dict(mse=float(np.mean((p - y) ** 2)), mae=float(np.mean(np.abs(p - y))),
+                      max=float(p.max()), outside=int(np.sum((p < 1) | (p > 5))), lines=len(y))
+        result["rmse"] = math.sqrt(result["mse"])
+        if tool == "ours" and ("--dyad" in flags or "--lrq" in flags):
+            state = load_model(str(model)).state["learner"]
+            result["uses"] = state[-1] / max(state[-2], 1.0)  # n̄: uses per latent row
+        return result
+
+
+def floors(printed: str) -> dict:
+    """gen_dyadic's printout: the generating model's and the biases' test MSE, and the counts."""
+    oracle = re.search(r"oracle.*?MSE ([0-9.]+)\s+MAE ([0-9.]+)", printed)
+    biases = re.search(r"bias-only.*?MSE ([0-9.]+)\s+MAE ([0-9.]+)", printed)
+    counts = re.search(r"ratings (\d+) \(train (\d+), test (\d+)\), users (\d+), items (\d+), "
+                       r"median per user (\d+), median per item (\d+)", printed)
+    keys = ("ratings", "train", "test", "users", "items", "median_user", "median_item")
+    return dict(oracle=float(oracle.group(1)), oracle_mae=float(oracle.group(2)),
+                biases=float(biases.group(1)), biases_mae=float(biases.group(2)),
+                **{k: int(v) for k, v in zip(keys, counts.groups())})
+
+
+def vertex(points: list[tuple[float, float]]) -> float:
+    """The λ at the minimum of a parabola in log λ through the three lowest of ``points``
+    (λ, MSE), on the grid's edge if the lowest is there."""
+    points = sorted(points)
+    best = min(range(len(points)), key=lambda i: points[i][1])
+    if best in (0, len(points) - 1):
+        return points[best][0]
+    (x0, y0), (x1, y1), (x2, y2) = [(math.log(l), m) for l, m in points[best - 1:best + 2]]
+    a, b, _ = np.polyfit([x0, x1, x2], [y0, y1, y2], 2)
+    return math.exp(-b / (2 * a))
+
+
+def metrics(values: dict, prefix: str, result: dict, which=("mse", "rmse", "mae")) -> None:
+    for metric in which:
+        values[f"{prefix}.{metric}"] = result[metric]
+
+
+def table(rows: list[list], head: list[str]) -> str:
+    def cell(x):
+        return f"{x:.4f}" if isinstance(x, float) else str(x)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows])
+
+
+# ---------------------------------------------------------------------------------------------
+# the tables: each asks for its runs, runs them, and names its figures
+
+
+def seed7(r: Runs) -> tuple[dict, str]:
+    """gen_dyadic seed 7: the defaults against the earlier ones, linear, ALS and VW; over start
+    seeds, ranks and passes; and the judged line at VW's defaults."""
+    lines = {"default": RESULTS, "shifted": RESULTS + ["--dyad_shifted"],
+             "passes40": DYAD + ["-b", "22", "--holdout_off", "--passes", "40"],
+             "unclipped": RESULTS + UNCLIPPED, "biases_only": RESULTS + ["--dyad_row_l2", "0"],
+             "pre41": RESULTS + PRE41, "fixed": RESULTS + PRE41 + ["--dyad_l2", "0.15"],
+             **{f"start{s}": RESULTS + ["--dyad_seed", str(s)] for s in range(1, 6)},
+             **{f"rank{k}": ["--dyad", "um", "--rank", str(k), "-b", "22", "--holdout_off",
+                             "--passes", "20"] for k in (1, 2, 4, 16)},
+             **{f"passes{p}": DYAD + ["-b", "22", "--holdout_off", "--passes", str(p)]
+                for p in (1, 5, 10)},
+             **{f"linear{p}": ["-b", "22", "--holdout_off", "--passes", str(p)]
+                for p in (1, 5, 10, 20, 40)},
+             "judged": JUDGED, **{f"judged{s}": JUDGED + ["--dyad_seed", str(s)]
+                                  for s in (1, 2, 3)}}
+    for flags in lines.values():
+        r.want("ours", "seed7", flags)
+    vw = ["--lrq", "um8", "--lrqdropout", "-b", "22", "--holdout_off", "--passes", "20"]
+    r.want("vw", "seed7", vw)
+    als = ["--ranks", "8", "--lambdas", "10", "--sweeps", "25", "--folds", "2"]
+    r.want("als", "seed7", als)
+    r.want("ours", "seed1", RESULTS, "90")
+    r.want("ours", "seed1", RESULTS)
+    r.run()
+    v = {f"gen.{k}": x for k, x in r.floors["seed7"].items()}
+    for name, flags in lines.items():
+        metrics(v, name, r.get("ours", "seed7", flags))
+    metrics(v, "vw", r.get("vw", "seed7", vw))
+    metrics(v, "als", r.get("als", "seed7", als))
+    starts = [v["default.mse"]] + [v[f"start{s}.mse"] for s in range(1, 6)]
+    v.update({"starts.mean": float(np.mean(starts)), "starts.min": min(starts),
+              "starts.max": max(starts), "starts.spread": (max(starts) - min(starts)) / 2})
+    judged = [v["judged.mse"]] + [v[f"judged{s}.mse"] for s in (1, 2, 3)]
+    v.update({"judged.min": min(judged), "judged.max": max(judged)})
+    v["pre41.uses"] = r.get("ours", "seed7", lines["pre41"])["uses"]
+    v["pre41.lambda"] = 0.15 * (v["pre41.uses"] / 60) ** -0.6
+    v["seed1.90.mse"] = r.get("ours", "seed1", RESULTS, "90")["mse"]
+    v["seed1.all.mse"] = r.get("ours", "seed1", RESULTS)["mse"]
+    rows = [[name, v[f"{name}.mse"], v[f"{name}.mae"]] for name in lines] + [
+        ["vw", v["vw.mse"], v["vw.mae"]], ["als", v["als.mse"], v["als.mae"]]]
+    return v, table(rows, ["seed 7", "test MSE", "MAE"])
+
+
+def million(r: Runs) -> tuple[dict, str]:
+    """1,000,000 ratings (gen_dyadic seed 7, 6,040 users × 3,700 items)."""
+    lines = {"default": RESULTS, "pre41": RESULTS + PRE41,
+             "fixed": RESULTS + PRE41 + ["--dyad_l2", "0.15"], "linear": LINEAR_RESULTS}
+    for flags in lines.values():
+        r.want("ours", "million", flags)
+    als = ["--ranks", "8", "--lambdas", "10", "--sweeps", "25", "--folds", "2"]
+    r.want("als", "million", als)
+    r.run()
+    v = {f"gen.{k}": x for k, x in r.floors["million"].items()}
+    for name, flags in lines.items():
+        metrics(v, name, r.get("ours", "million", flags))
+    metrics(v, "als", r.get("als", "million", als))
+    rows = [[name, v[f"{name}.mse"], v[f"{name}.mae"]] for name in [*lines, "als"]]
+    return v, table(rows, ["1,000,000 ratings", "test MSE", "MAE"])
+
+
+def penalties(r: Runs) -> tuple[dict, str]:
+    """Issue 41: the per-row ridge penalties, chosen on seeds 101 and 102, scored on 201-203."""
+    bias_grid, row_grid = (0, 1, 3, 10), (3, 5, 7, 10, 14, 20)
+    choose_als = ["--ranks", "0,4,8", "--lambdas", "5,15"]
+    score_als = ["--ranks", "0,8", "--lambdas", "5,15", "--sweeps", "10"]
+    vw = ["--lrq", "um8", "--lrqdropout", "--passes", "20"]
+    for name in ("s101", "s102"):
+        for b in bias_grid:
+            r.want("ours", name, JUDGED + ["--dyad_row_l2", "0", "--dyad_bias_l2", str(b)])
+        for w in row_grid:
+            r.want("ours", name, JUDGED + ["--dyad_row_l2", str(w)])
+        r.want("ours", name, LINEAR_JUDGED)
+        r.want("als", name, choose_als)
+    for name in ("s101", "s201", "s202", "s203"):
+        for flags in (JUDGED, JUDGED + ["--dyad_row_l2", "0"], JUDGED + PRE41, LINEAR_JUDGED):
+            r.want("ours", name, flags)
+        r.want("vw", name, vw)
+        if name != "s101":
+            r.want("als", name, score_als)
+    r.want("ours", "s101", JUDGED + ["--dyad_row_l2", "0", "--holdout_off"])
+    r.run()
+    v, rows = {}, []
+    for name in ("s101", "s102", "s201", "s202", "s203"):
+        v.update({f"{name}.gen.{k}": x for k, x in r.floors[name].items()})
+    for name in ("s101", "s102"):
+        for b in bias_grid:
+            v[f"{name}.bias{b}.mse"] = r.get(
+                "ours", name, JUDGED + ["--dyad_row_l2", "0", "--dyad_bias_l2", str(b)])["mse"]
+        for w in row_grid:
+            v[f"{name}.row{w}.mse"] = r.get("ours", name, JUDGED + ["--dyad_row_l2", str(w)])["mse"]
+        v[f"{name}.linear.mse"] = r.get("ours", name, LINEAR_JUDGED)["mse"]
+        als = r.get("als", name, choose_als)
+        metrics(v, f"{name}.choose_als", als)
+        v[f"{name}.choose_als.rank"], v[f"{name}.choose_als.lambda"] = als["rank"], als["lam"]
+        v[f"{name}.row_optimum"] = vertex([(w, v[f"{name}.row{w}.mse"]) for w in row_grid])
+    v["row_optimum"] = vertex([(w, v[f"s101.row{w}.mse"] + v[f"s102.row{w}.mse"])
+                               for w in row_grid])
+    gains = {"before": [], "biases": [], "biases_mae": [], "als": []}
+    for name in ("s101", "s201", "s202", "s203"):
+        for label, flags in (("now", JUDGED), ("biases_only", JUDGED + ["--dyad_row_l2", "0"]),
+                             ("before", JUDGED + PRE41), ("linear", LINEAR_JUDGED)):
+            metrics(v, f"{name}.{label}", r.get("ours", name, flags))
+        metrics(v, f"{name}.vw", r.get("vw", name, vw))
+        als = r.get("als", name, choose_als if name == "s101" else score_als)
+        metrics(v, f"{name}.als", als)
+        v[f"{name}.als.rank"], v[f"{name}.als.lambda"] = als["rank"], als["lam"]
+        v[f"{name}.ahead_of_als"] = v[f"{name}.als.mse"] - v[f"{name}.now.mse"]
+        if name != "s101":
+            gains["before"].append(v[f"{name}.before.mse"] - v[f"{name}.now.mse"])
+            gains["biases"].append(v[f"{name}.before.mse"] - v[f"{name}.biases_only.mse"])
+            gains["biases_mae"].append(v[f"{name}.before.mae"] - v[f"{name}.biases_only.mae"])
+            gains["als"].append(v[f"{name}.ahead_of_als"])
+        rows.append([name] + [f"{v[f'{name}.{c}.mse']:.4f}" for c in
+                              ("now", "biases_only", "before", "linear", "als", "vw")])
+    for name, values in gains.items():
+        v[f"gain.{name}.min"], v[f"gain.{name}.max"] = min(values), max(values)
+    v["s202.latent_gain"] = v["s202.biases_only.mse"] - v["s202.now.mse"]
+    v["s101.holdout_off.biases_only.mse"] = r.get(
+        "ours", "s101", JUDGED + ["--dyad_row_l2", "0", "--holdout_off"])["mse"]
+    return v, table(rows, ["set", "now", "biases only", "before", "linear", "ALS", "VW"])
+
+
+SIZE_SETS = {"C": "fit", "A": "fit", "seed1": "fit", "M8": "fit", "B": "fit",
+             "F": "held out", "E": "held out", "D": "held out"}
+SIZE_GRID = (0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3)
+SIZED = RESULTS + PRE41  # the sized per-update penalty, no per-row ridge
+
+
+def size_rule(r: Runs) -> tuple[dict, str]:
+    """The per-update penalty's size rule (--dyad_row_l2 0 and the losses it serves): the best
+    --dyad_l2 on a grid of each set against the rule's λ = 0.15·(n̄/60)^-0.6."""
+    for name in SIZE_SETS:
+        r.want("ours", name, SIZED)
+        for lam in SIZE_GRID:
+            r.want("ours", name, SIZED + ["--dyad_l2", str(lam)])
+    r.run()
+    v, rows, fit = {}, [], []
+    for name, role in SIZE_SETS.items():
+        floors_ = r.floors[name]
+        rule = r.get("ours", name, SIZED)
+        grid = [(lam, r.get("ours", name, SIZED + ["--dyad_l2", str(lam)])["mse"])
+                for lam in SIZE_GRID]
+        best = vertex(grid)
+        v.update({f"{name}.train": floors_["train"], f"{name}.users": floors_["users"],
+                  f"{name}.items": floors_["items"], f"{name}.seed": SETS[name][0],
+                  f"{name}.uses": rule["uses"], f"{name}.best_lambda": best,
+                  f"{name}.rule_lambda": 0.15 * (rule["uses"] / 60) ** -0.6,
+                  f"{name}.at_fixed": dict(grid)[0.15], f"{name}.at_rule": rule["mse"],
+                  f"{name}.best_in_grid": min(m for _, m in grid)})
+        v[f"{name}.gain"] = v[f"{name}.at_fixed"] - v[f"{name}.at_rule"]
+        if role == "fit":
+            fit.append((rule["uses"], best))
+        rows.append([name, role, floors_["train"], f"{rule['uses']:.1f}", f"{best:.3f}",
+                     f"{v[f'{name}.rule_lambda']:.3f}", v[f"{name}.at_fixed"], rule["mse"],
+                     v[f"{name}.best_in_grid"]])
+    every = [(v[f"{n}.uses"], v[f"{n}.best_lambda"]) for n in SIZE_SETS]
+    for label, points in (("fit", fit), ("all", every)):
+        x = np.log([u / 60 for u, _ in points])
+        slope, at60 = np.polyfit(x, np.log([b for _, b in points]), 1)
+        v[f"{label}.slope"], v[f"{label}.at60"] = float(slope), float(math.exp(at60))
+    held = [n for n, role in SIZE_SETS.items() if role != "fit"]
+    v["held_out.rule_above_best"] = max(v[f"{n}.at_rule"] - v[f"{n}.best_in_grid"] for n in held)
+    return v, table(rows, ["set", "role", "train", "n̄", "best λ", "rule λ", "MSE at 0.15",
+                           "at the rule", "best in grid"])
+
+
+def shapes(r: Runs) -> tuple[dict, str]:
+    """Generator shapes the defaults were not chosen on (seeds 21, held out 22)."""
+    vw = ["--lrq", "um14", "--lrqdropout", "--passes", "20"]
+    grid = (3, 20)
+    for shape in "ABCD":
+        for seed in (21, 22):
+            name = f"{shape}{seed}"
+            r.want("ours", name, JUDGED)
+            r.want("ours", name, LINEAR_JUDGED)
+            r.want("vw", name, vw)
+            if seed == 21:
+                for w in grid:
+                    r.want("ours", name, JUDGED + ["--dyad_row_l2", str(w)])
+    r.run()
+    v, rows = {}, []
+    for shape in "ABCD":
+        for seed in (21, 22):
+            name = f"{shape}{seed}"
+            f = r.floors[name]
+            v[f"{name}.oracle"], v[f"{name}.biases"] = f["oracle"], f["biases"]
+            v[f"{name}.now"] = r.get("ours", name, JUDGED)["mse"]
+            v[f"{name}.linear"] = r.get("ours", name, LINEAR_JUDGED)["mse"]
+            v[f"{name}.vw"] = r.get("vw", name, vw)["mse"]
+            row = [name, f["oracle"], f["biases"], v[f"{name}.linear"], v[f"{name}.now"]]
+            if seed == 21:
+                for w in grid:
+                    v[f"{name}.row{w}"] = r.get("ours", name, JUDGED + ["--dyad_row_l2",
+                                                                        str(w)])["mse"]
+                    row.append(v[f"{name}.row{w}"])
+            else:
+                row += ["", ""]
+            rows.append(row + [v[f"{name}.vw"]])
+            v[f"{name}.gap_taken"] = 100 * (v[f"{name}.linear"] - v[f"{name}.now"]) / (
+                v[f"{name}.linear"] - f["oracle"])
+    strong = [v[f"{s}{seed}.gap_taken"] for s in "AC" for seed in (21, 22)]
+    weak = [v[f"{s}{seed}.now"] - v[f"{s}{seed}.linear"] for s in "BD" for seed in (21, 22)]
+    v.update({"strong.gap_taken.min": min(strong), "strong.gap_taken.max": max(strong),
+              "weak.above_linear.max": max(weak), "weak.above_linear.min": min(weak)})
+    return v, table(rows, ["set", "oracle", "biases", "linear", "now", "row_l2 3",
+                           "row_l2 20", "VW"])
+
+
+CLIP_SETS = (("seed1", "n"), ("seed2", "n"), ("s33", ""), ("s31", ""))
+
+
+def clipping(r: Runs) -> tuple[dict, str]:
+    """Predictions clipped to the label range (now) against an unclipped run."""
+    for name, variant in CLIP_SETS:
+        r.want("ours", name, JUDGED, variant)
+        r.want("ours", name, JUDGED + UNCLIPPED, variant)
+    r.run()
+    v, rows, mse, mae = {}, [], [], []
+    for name, variant in CLIP_SETS:
+        now = r.get("ours", name, JUDGED, variant)
+        before = r.get("ours", name, JUDGED + UNCLIPPED, variant)
+        metrics(v, f"{name}.now", now, ("mse", "mae"))
+        metrics(v, f"{name}.unclipped", before, ("mse", "mae"))
+        v[f"{name}.unclipped.outside"], v[f"{name}.unclipped.max"] = before["outside"], before["max"]
+        v[f"{name}.lines"] = before["lines"]
+        mse.append(before["mse"] - now["mse"])
+        mae.append(before["mae"] - now["mae"])
+        rows.append([name + (" (numbers)" if variant else ""), before["mse"], before["mae"],
+                     now["mse"], now["mae"]])
+    v.update({"gain.mse.min": min(mse), "gain.mse.max": max(mse), "gain.mae.min": min(mae),
+              "gain.mae.max": max(mae)})
+    return v, table(rows, ["set", "unclipped MSE", "MAE", "clipped MSE", "MAE"])
+
+
+def numbers(r: Runs) -> tuple[dict, str]:
+    """Number-named ids (``|u 17 |m 1193``) against names (``|u u_17``), judged line."""
+    for bits in ("18", "22"):
+        for variant in ("", "n"):
+            r.want("ours", "seed7", JUDGED + ["-b", bits], variant)
+    for s in (1, 2, 3):
+        r.want("ours", "seed7", JUDGED + ["-b", "18", "--dyad_seed", str(s)], "n")
+    r.run()
+    v, rows = {}, []
+    for variant, label in (("", "names"), ("n", "numbers")):
+        row = [label]
+        for bits in ("18", "22"):
+            v[f"{label}.b{bits}"] = r.get("ours", "seed7", JUDGED + ["-b", bits], variant)["mse"]
+            row.append(v[f"{label}.b{bits}"])
+        rows.append(row)
+    starts = [v["numbers.b18"]] + [r.get("ours", "seed7", JUDGED + ["-b", "18", "--dyad_seed",
+                                                                    str(s)], "n")["mse"]
+                                   for s in (1, 2, 3)]
+    v["numbers.b18.starts.min"], v["numbers.b18.starts.max"] = min(starts), max(starts)
+    return v, table(rows, ["seed 7", "-b 18", "-b 22"])
+
+
+ORDERS = {"shuffled": "n", **{f"user{s}": f"n-user{s}" for s in (1, 2, 3, 4)},
+          "item": "n-item", "userid": "n-userid"}
+ORDER = DYAD + ["--holdout_off", "--passes", "20"]
+
+
+def order(r: Runs) -> tuple[dict, str]:
+    """The order of the training lines (seed 1, number-named, holdout off, 20 passes)."""
+    for label, variant in ORDERS.items():
+        r.want("ours", "seed1", ORDER, variant)
+        if label in ("shuffled", "userid"):
+            for s in (1, 2):
+                r.want("ours", "seed1", ORDER + ["--dyad_seed", str(s)], variant)
+            r.want("vw", "seed1", DEMO_SQUARED, variant)
+    r.want("ours", "seed1", ORDER + ["--dyad_rate", "0.015"], "n-userid")
+    r.run()
+    v, rows = {}, []
+    for label, variant in ORDERS.items():
+        v[f"{label}.mse"] = r.get("ours", "seed1", ORDER, variant)["mse"]
+        row = [label, v[f"{label}.mse"]]
+        if label in ("shuffled", "userid"):
+            for s in (1, 2):
+                v[f"{label}.start{s}.mse"] = r.get("ours", "seed1",
+                                                   ORDER + ["--dyad_seed", str(s)], variant)["mse"]
+                row.append(v[f"{label}.start{s}.mse"])
+            v[f"{label}.vw.mse"] = r.get("vw", "seed1", DEMO_SQUARED, variant)["mse"]
+            row.append(v[f"{label}.vw.mse"])
+        rows.append(row)
+    v["userid.rate0.015.mse"] = r.get("ours", "seed1", ORDER + ["--dyad_rate", "0.015"],
+                                      "n-userid")["mse"]
+    users = [v[f"user{s}.mse"] for s in (1, 2, 3, 4)]
+    v["user.mean"] = float(np.mean(users))
+    v["userid.cost"] = float(np.mean([v["userid.mse"] - v["shuffled.mse"]] + [
+        v[f"userid.start{s}.mse"] - v[f"shuffled.start{s}.mse"] for s in (1, 2)]))
+    return v, table(rows, ["order", "pyvw-lite", "start 1", "start 2", "VW"])
+
+
+DROPOUT_SETS = ("seed1", "seed2")
+SQUARED = DYAD + ["-b", "22", "--holdout_off"]
+
+
+def dropout(r: Runs) -> tuple[dict, str]:
+    """--lrqdropout: chosen on seeds 1 and 2 (number-named), scored once on seed 7."""
+    quantile = {"no_dropout": NO_DROPOUT, "dropout_l2": DEMO["dropout"] + ["--dyad_l2", "0.01"],
+                "dropout": DEMO["dropout"]}
+    squared = {"defaults": [], "dropout": ["--lrqdropout"],
+               "dropout_rate": ["--lrqdropout", "--dyad_rate", "0.06"],
+               "dropout_l2": ["--lrqdropout", "--dyad_l2", "0.02"]}
+    for name in DROPOUT_SETS:
+        for flags in quantile.values():
+            r.want("ours", name, flags, "n")
+        for flags in squared.values():
+            for passes in ("20", "100"):
+                r.want("ours", name, SQUARED + flags + ["--passes", passes], "n")
+    seven = {"quantile": DEMO["dropout"], "squared": DEMO_SQUARED}
+    for line, flags in seven.items():
+        r.want("ours", "seed7", flags, "n")
+        r.want("ours", "seed7", flags + UNCLIPPED, "n")
+        r.want("ours", "seed7", [a for a in flags if a != "--lrqdropout"], "n")
+        r.want("vw", "seed7", flags, "n")
+    r.run()
+    v, rows = {}, []
+    for name in DROPOUT_SETS:
+        for label, flags in quantile.items():
+            metrics(v, f"{name}.quantile.{label}", r.get("ours", name, flags, "n"), ("mae", "mse"))
+        for label, flags in squared.items():
+            for passes in ("20", "100"):
+                v[f"{name}.squared.{label}.p{passes}.mse"] = r.get(
+                    "ours", name, SQUARED + flags + ["--passes", passes], "n")["mse"]
+    for line, flags in seven.items():
+        for label, run_flags, tool in (("now", flags, "ours"), ("unclipped", flags + UNCLIPPED,
+                                                                "ours"),
+                                       ("no_dropout", [a for a in flags if a != "--lrqdropout"],
+                                        "ours"), ("vw", flags, "vw")):
+            result = r.get(tool, "seed7", run_flags, "n")
+            metrics(v, f"seed7.{line}.{label}", result, ("mae", "rmse"))
+            rows.append([line, label, result["mae"], result["rmse"]])
+    return v, table(rows, ["seed 7 (numbers)", "run", "MAE", "RMSE"])
+
+
+QUANTILE_GRID = (0.15, 0.08, 0.05, 0.03, 0.015, 0.005)
+
+
+def quantile(r: Runs) -> tuple[dict, str]:
+    """The latent penalty under the quantile loss (VW's demo line without dropout), and the
+    demo's lines on seed 7 against VW's."""
+    for name in DROPOUT_SETS:
+        for lam in QUANTILE_GRID:
+            r.want("ours", name, NO_DROPOUT + ["--dyad_l2", str(lam)], "n")
+    lines = {"linear": DEMO["linear"], "lrq": DEMO["lrq"],
+             "dropout_fixed": NO_DROPOUT + ["--dyad_l2", "0.15"],
+             "dropout_base": NO_DROPOUT + ["--dyad_l2", "0.05"], "dropout_sized": NO_DROPOUT,
+             "dropout": DEMO["dropout"], "squared_fixed": NO_DROPOUT_SQUARED + ["--dyad_l2", "0.15"],
+             "squared": DEMO_SQUARED, "judged": JUDGED}
+    for flags in lines.values():
+        r.want("ours", "seed7", flags, "n")
+    for label in ("linear", "lrq", "dropout", "squared"):
+        r.want("vw", "seed7", lines[label], "n")
+    r.run()
+    v, rows = {}, []
+    for name in DROPOUT_SETS:
+        for lam in QUANTILE_GRID:
+            v[f"{name}.l2_{lam}.mae"] = r.get("ours", name, NO_DROPOUT + ["--dyad_l2", str(lam)],
+                                              "n")["mae"]
+    for label, flags in lines.items():
+        result = r.get("ours", "seed7", flags, "n")
+        metrics(v, f"seed7.{label}", result, ("mae", "rmse"))
+        row = [label, result["mae"], result["rmse"]]
+        if label in ("linear", "lrq", "dropout", "squared"):
+            peer = r.get("vw", "seed7", flags, "n")
+            metrics(v, f"seed7.{label}.vw", peer, ("mae", "rmse"))
+            row += [peer["mae"], peer["rmse"]]
+        rows.append(row)
+    v["seed7.dropout_sized.lambda"] = 0.05 * (r.get("ours", "seed7", NO_DROPOUT, "n")["uses"]
+                                              / 60) ** -0.6
+    return v, table(rows, ["seed 7 (numbers)", "MAE", "RMSE", "VW MAE", "VW RMSE"])
+
+
+TABLES = {f.__name__: f for f in (seed7, million, penalties, size_rule, shapes, clipping, numbers,
+                                  order, dropout, quantile)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tables", nargs="+", choices=sorted(TABLES))
+    parser.add_argument("--workdir", help="keep the sets and runs here")
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.workdir or scratch)
+        runs = Runs(work, args.jobs)
+        values = {}
+        for name in args.tables:
+            figures, text = TABLES[name](runs)
+            values.update({f"{name}.{k}": x for k, x in figures.items()})
+            print(f"{name}:\n{text}\n", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(values, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
