@@ -43,27 +43,31 @@ def index(names, table):
     return np.array([table.setdefault(name, len(table)) for name in names], dtype=np.int64)
 
 
-def _solve_side(rows, cols, resid, n_rows, other, rank, lam, weighted):
-    """Ridge solution ``[b, p]`` of every row against the fixed other side's ``[1, q]``."""
+def _solve_side(rows, cols, resid, n_rows, other, rank, lam, weighted, bias_lam=None):
+    """Ridge solution ``[b, p]`` of every row against the fixed other side's ``[1, q]``; the
+    bias takes ``bias_lam`` where it is given, ``lam`` otherwise."""
     out = np.zeros((n_rows, rank + 1))
     order = np.argsort(rows, kind="stable")
     bounds = np.searchsorted(rows[order], np.arange(n_rows + 1))
     design_all = np.concatenate([np.ones((cols.size, 1)), other[cols, 1:]], axis=1)
-    eye = np.eye(rank + 1)
+    ridge = np.full(rank + 1, float(lam))
+    if bias_lam is not None:
+        ridge[0] = bias_lam
+    ridge = np.diag(ridge)
     for row in range(n_rows):
         sel = order[bounds[row]:bounds[row + 1]]
         if sel.size == 0:
             continue
         design = design_all[sel]
-        penalty = lam * (sel.size if weighted else 1.0)
-        gram = design.T @ design + penalty * eye
+        gram = design.T @ design + (sel.size if weighted else 1.0) * ridge
         out[row] = np.linalg.solve(gram, design.T @ resid[sel])
     return out
 
 
 def fit(users, items, labels, n_users, n_items, rank, lam, sweeps=15, seed=0,
-        weighted=False):
-    """``(mu, U, I)``: rows ``[b, p]`` of users and items after ``sweeps`` alternations."""
+        weighted=False, bias_lam=None):
+    """``(mu, U, I)``: rows ``[b, p]`` of users and items after ``sweeps`` alternations
+    (``bias_lam``: the biases' λ where it differs from the latent vectors' ``lam``)."""
     rng = np.random.default_rng(seed)
     mu = float(labels.mean())
     U = np.zeros((n_users, rank + 1))
@@ -72,9 +76,9 @@ def fit(users, items, labels, n_users, n_items, rank, lam, sweeps=15, seed=0,
     for _ in range(sweeps):
         # users against items: r − μ − b_i = b_u + p_u·q_i
         resid = labels - mu - I[items, 0]
-        U = _solve_side(users, items, resid, n_users, I, rank, lam, weighted)
+        U = _solve_side(users, items, resid, n_users, I, rank, lam, weighted, bias_lam)
         resid = labels - mu - U[users, 0]
-        I = _solve_side(items, users, resid, n_items, U, rank, lam, weighted)
+        I = _solve_side(items, users, resid, n_items, U, rank, lam, weighted, bias_lam)
     return mu, U, I
 
 

@@ -30,7 +30,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GEN = ROOT.parent / "shared" / "tools" / "gen_dyadic.py"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 from pyvw_lite.io.model_io import load_model  # noqa: E402
+from pyvw_lite.reductions.dyad import BIAS_L2, ROW_L2  # noqa: E402
+
+import dyad_als  # noqa: E402  (beside this script)
 
 # name: (seed, gen_dyadic flags)
 SETS = {
@@ -41,6 +45,10 @@ SETS = {
     "s201": (201, ["--users", "500", "--items", "1000", "--ratings", "50000"]),
     "s202": (202, ["--users", "1000", "--items", "6000", "--ratings", "60000"]),
     "s203": (203, ["--latent-sd", "0.4", "--noise-sd", "0.85"]),
+    # --dyad_decay (issue 41), scored on 201-203 and on 301 (ml-100k's shape), 302 (twice its
+    # users, items and ratings) and 303 (ml-latest-small's)
+    "s301": (301, []), "s302": (302, ["--users", "1886", "--items", "3364", "--ratings", "200000"]),
+    "s303": (303, ["--users", "671", "--items", "9066"]),
     # the size rule: fitted on C, A, seed1, M8 and B, predicted F, E and D
     "C": (9, ["--users", "3000", "--items", "2000", "--ratings", "100000"]),
     "A": (9, ["--users", "6040", "--items", "3700", "--ratings", "300000"]),
@@ -79,6 +87,15 @@ NO_DROPOUT_SQUARED = [a for a in DEMO_SQUARED if a != "--lrqdropout"]
 
 PEER = ("import sys\nfrom vowpalwabbit import Workspace\n"
         "Workspace(arg_list=sys.argv[1:]).finish()\n")
+# pyvw-lite with the latent rate's scale pass^-P after each pass (no flag gives a power of the
+# pass; --dyad_power_t is a power of the examples seen): argv[1] is P, the rest pyvw-lite's
+PASS_POWER = ("import sys\nfrom pyvw_lite.learner.core import Learner\n"
+              "power = float(sys.argv.pop(1))\nplain = Learner.repeat_pass\n"
+              "def repeat_pass(self):\n    plain(self)\n"
+              "    self.passes_begun = getattr(self, 'passes_begun', 1) + 1\n"
+              "    self.set_latent_scale(self.passes_begun ** -power)\n"
+              "Learner.repeat_pass = repeat_pass\n"
+              "from pyvw_lite.cli.main import entry\nentry()\n")
 
 
 class Runs:
@@ -89,6 +106,7 @@ class Runs:
         self.floors: dict[str, dict] = {}
         self.results: dict[tuple, dict] = {}
         self.pending: dict[tuple, None] = {}
+        self.started = 0  # runs started: each has a scratch folder of its own
 
     # -- data
     def files(self, name: str, variant: str = "") -> tuple[Path, Path]:
@@ -149,8 +167,10 @@ class Runs:
         self.pending.clear()
         for _, name, variant, _ in keys:  # generate first, one at a time
             self.files(name, variant)
+        numbers = range(self.started, self.started + len(keys))
+        self.started += len(keys)
         with ThreadPoolExecutor(self.jobs) as pool:
-            for key, result in zip(keys, pool.map(self._one, keys, range(len(keys)))):
+            for key, result in zip(keys, pool.map(self._one, keys, numbers)):
                 self.results[key] = result
                 print(f"  {key[0]} {key[1]}{'/' + key[2] if key[2] else ''} "
                       f"{' '.join(key[3])}: MSE {result['mse']:.4f}", file=sys.stderr,
@@ -169,23 +189,35 @@ class Runs:
             return dict(rank=int(m.group(1)), lam=float(m.group(2)), mse=float(m.group(3)),
                         rmse=float(m.group(4)), mae=float(m.group(5)))
         model, predictions = scratch / "m.model", scratch / "p.txt"
+        flags, learner = list(flags), []
         if tool == "ours":
             command = [sys.executable, "-m", "pyvw_lite"]
+            if "--pass_power" in flags:  # not a flag of pyvw-lite's: PASS_POWER
+                at = flags.index("--pass_power")
+                learner = [sys.executable, "-c", PASS_POWER, flags[at + 1]]
+                del flags[at:at + 2]
             cache = ["--cache_file", str(scratch / "c.cache"), "-k"]
+            quiet = []  # its summary says the passes it used
         else:
             command = [sys.executable, "-c", PEER]
             cache = ["--cache_file", str(scratch / "c.vwcache"), "-k"]
-        for args in (["-d", str(train), *flags, *cache, "-f", str(model), "--quiet"],
-                     ["-d", str(test), "-t", "-i", str(model), "-p", str(predictions),
-                      "--quiet"]):
-            done = subprocess.run(command + args, capture_output=True, text=True)
+            quiet = ["--quiet"]
+        passes = None
+        for args, program in ((["-d", str(train), *flags, *cache, "-f", str(model), *quiet],
+                               learner or command),
+                              (["-d", str(test), "-t", "-i", str(model), "-p", str(predictions),
+                                "--quiet"], command)):
+            done = subprocess.run(program + args, capture_output=True, text=True)
             if done.returncode != 0:
                 raise RuntimeError(f"{tool} {' '.join(args)}:\n{done.stderr[-2000:]}")
+            used = re.search(r"passes used = (\d+)", done.stderr)
+            passes = int(used.group(1)) if used and passes is None else passes
         p = np.array([float(line.split()[0]) for line in predictions.read_text().splitlines()])
         y = np.array([float(line.split()[0]) for line in test.read_text().splitlines()])
         result = dict(mse=float(np.mean((p - y) ** 2)), mae=float(np.mean(np.abs(p - y))),
                       max=float(p.max()), outside=int(np.sum((p < 1) | (p > 5))), lines=len(y))
         result["rmse"] = math.sqrt(result["mse"])
+        result["dir"], result["passes"] = str(scratch), passes
         if tool == "ours" and ("--dyad" in flags or "--lrq" in flags):
             state = load_model(str(model)).state["learner"]
             result["uses"] = state[-1] / max(state[-2], 1.0)  # n̄: uses per latent row
@@ -606,8 +638,201 @@ def quantile(r: Runs) -> tuple[dict, str]:
     return v, table(rows, ["seed 7 (numbers)", "MAE", "RMSE", "VW MAE", "VW RMSE"])
 
 
+HOLDOUT_PERIOD = 10  # VW's default: lines 10, 20, ... of each pass are held out, not learned
+
+
+def per_pass(r: Runs, name: str, result: dict, passes) -> dict[int, dict]:
+    """The ``--save_per_pass`` models of a run on set ``name``, each scored on the learned nine
+    tenths of the training file, its held-out tenth and the test file (MSE of the predictions
+    ``-t -i`` gives), with the objective of the learner's own penalties on the learned part
+    (squared error + ``--dyad_bias_l2`` × Σ bias² + ``--dyad_row_l2`` × Σ |V|² over the rows of
+    the ``--dyad`` namespaces, the rows the model counted) and Σ |V|²."""
+    train, test = r.files(name)
+    both = r.work / name / "train+test.vw"
+    if not both.exists():
+        both.write_text(train.read_text() + test.read_text())
+    y = np.array([float(line.split()[0]) for line in both.read_text().splitlines()])
+    n = len(train.read_text().splitlines())
+    held = np.arange(1, n + 1) % HOLDOUT_PERIOD == 0
+    folder = Path(result["dir"])
+
+    def one(number: int) -> dict:
+        model, out = folder / f"m.model.{number}", folder / f"p.{number}.txt"
+        subprocess.run([sys.executable, "-m", "pyvw_lite", "-d", str(both), "-t", "-i",
+                        str(model), "-p", str(out), "--quiet"], check=True, capture_output=True)
+        p = np.array([float(line.split()[0]) for line in out.read_text().splitlines()])
+        error = (p - y) ** 2
+        data = load_model(str(model))
+        counted = data.arrays["uses"] > 0
+        rows = data.arrays["values"].astype(np.float64)[counted]
+        latent = float(np.sum(rows[:, -data.state["latent_columns"]:] ** 2))
+        learned = error[:n][~held]
+        return dict(learned=float(learned.mean()), holdout=float(error[:n][held].mean()),
+                    test=float(error[n:].mean()), latent=latent,
+                    objective=float(learned.sum() + BIAS_L2 * np.sum(rows[:, 0] ** 2)
+                                    + ROW_L2 * latent))
+    with ThreadPoolExecutor(r.jobs) as pool:
+        return dict(zip(passes, pool.map(one, passes)))
+
+
+def als_part(r: Runs, name: str, rank: int, lam: float, bias_lam: float | None = None,
+             learned_only: bool = True) -> dict:
+    """dyad_als's ridge ALS (15 sweeps, no CV) fitted on the learned nine tenths of the training
+    file (the lines the judged line learns) or on all of it: test MSE and, on the part it was
+    fitted on, the objective of ``per_pass`` with the biases' λ ``bias_lam`` and the latent
+    vectors' ``lam``."""
+    train, test = r.files(name)
+    y, user_names, item_names = dyad_als.read_ratings(str(train))
+    ty, test_users, test_items = dyad_als.read_ratings(str(test))
+    keep = np.arange(1, y.size + 1) % HOLDOUT_PERIOD != 0 if learned_only else np.ones(y.size, bool)
+    users_, items_ = {}, {}
+    u, i = dyad_als.index(user_names, users_), dyad_als.index(item_names, items_)
+    tu, ti = dyad_als.index(test_users, users_), dyad_als.index(test_items, items_)
+    model = dyad_als.fit(u[keep], i[keep], y[keep], len(users_), len(items_), rank, lam,
+                         bias_lam=bias_lam)
+    fitted = dyad_als.predict(model, u[keep], i[keep])
+    p = dyad_als.predict(model, tu, ti)
+    _, U, I = model
+    penalty = (lam if bias_lam is None else bias_lam) * float(np.sum(U[:, 0] ** 2)
+                                                              + np.sum(I[:, 0] ** 2))
+    latent = float(np.sum(U[:, 1:] ** 2) + np.sum(I[:, 1:] ** 2))
+    return dict(mse=float(np.mean((p - ty) ** 2)), latent=latent,
+                objective=float(np.sum((fitted - y[keep]) ** 2)) + penalty + lam * latent)
+
+
+SCHEDULE = ["--dyad_rate", "0.15", "--dyad_decay", "0.9"]  # the candidate chosen
+CANDIDATES = {"default": [], "rate0.09": ["--dyad_rate", "0.09"],
+              "decay_lr": ["--dyad_rate", "0.15", "--decay_learning_rate", "0.9"],
+              "power": ["--dyad_rate", "0.09", "--pass_power", "0.5"], "schedule": SCHEDULE}
+SAVED = ["--save_per_pass"]
+LONG = DYAD + ["--passes", "60"] + SAVED  # the judged line for 60 passes
+DECAY_SCORING = ("s201", "s202", "s203", "s301", "s302", "s303")
+DECAY_TABLE_PASSES = (1, 5, 7, 10, 15, 20, 40, 60)
+SCORE_ALS = ["--ranks", "0,8", "--lambdas", "5,15", "--sweeps", "10"]  # as penalties' scoring
+
+
+def decay(r: Runs) -> tuple[dict, str]:
+    """Issue 41: a latent rate that decays over passes (--dyad_decay).  The judged line over 60
+    passes on seed 101 against ALS on the same nine tenths; schedules on seeds 101 and 102;
+    --dyad_rate 0.15 --dyad_decay 0.9 scored on 201-203 and 301-303; the early stop."""
+    r.want("ours", "s101", LONG)
+    for name in ("s101", "s102"):
+        for label, flags in CANDIDATES.items():
+            saved = SAVED if name == "s101" and label in ("rate0.09", "schedule") else []
+            r.want("ours", name, JUDGED + flags + saved)
+        for start in (1, 2):
+            for flags in ([], SCHEDULE):
+                r.want("ours", name, JUDGED + flags + ["--dyad_seed", str(start)])
+    for name in DECAY_SCORING:
+        saved = SAVED if name in ("s202", "s203") else []
+        for flags in (JUDGED, JUDGED + SCHEDULE + saved, LINEAR_JUDGED):
+            r.want("ours", name, flags)
+        r.want("als", name, SCORE_ALS)
+    for name in ("s202", "s203"):
+        r.want("ours", name, JUDGED + ["--holdout_off"])
+        r.want("ours", name, JUDGED + SCHEDULE + ["--holdout_off"] + SAVED)
+    r.run()
+    v, rows, scoring = {}, [], []
+    # the judged line over 60 passes on seed 101
+    run = r.get("ours", "s101", LONG)
+    long = per_pass(r, "s101", run, range(1, run["passes"] + 1))
+    v["s101.long.passes"] = run["passes"]
+    for number in (n for n in DECAY_TABLE_PASSES if n in long):
+        for k, x in long[number].items():
+            v[f"s101.pass{number}.{k}"] = x
+        rows.append([number] + [long[number][k] for k in ("learned", "holdout", "test")]
+                    + [f"{long[number]['objective']:,.0f}", f"{long[number]['latent']:,.0f}"])
+    v["s101.rises"] = sum(long[n][k] > long[n - 1][k] for n in range(2, len(long) + 1)
+                          for k in ("learned", "holdout", "test"))
+    v["s101.fall_at_pass20"] = long[19]["test"] - long[20]["test"]
+    judged = r.get("ours", "s101", JUDGED)
+    v["s101.judged.mse"] = judged["mse"]
+    # ALS on the learned nine tenths, with the learner's penalties and with CV's λ; on all of it
+    ours = als_part(r, "s101", 8, ROW_L2, BIAS_L2)
+    v["als90.penalties.objective"], v["als90.penalties.mse"] = ours["objective"], ours["mse"]
+    v["als90.lambda5.mse"] = als_part(r, "s101", 8, 5.0)["mse"]  # rank 8, λ 5: CV's choice
+    v["als_all.lambda5.mse"] = als_part(r, "s101", 8, 5.0, learned_only=False)["mse"]
+    v["gap.total"] = judged["mse"] - v["als_all.lambda5.mse"]
+    v["gap.optimisation"] = judged["mse"] - long[len(long)]["test"]
+    v["gap.holdout"] = v["als90.lambda5.mse"] - v["als_all.lambda5.mse"]
+    # the candidates
+    for name in ("s101", "s102"):
+        for label, flags in CANDIDATES.items():
+            saved = SAVED if name == "s101" and label in ("rate0.09", "schedule") else []
+            v[f"{name}.{label}.mse"] = r.get("ours", name, JUDGED + flags + saved)["mse"]
+        for label, flags in (("default", []), ("schedule", SCHEDULE)):
+            starts = [v[f"{name}.{label}.mse"]] + [
+                r.get("ours", name, JUDGED + flags + ["--dyad_seed", str(start)])["mse"]
+                for start in (1, 2)]
+            for start, x in enumerate(starts):
+                v[f"{name}.{label}.start{start}.mse"] = x
+        v[f"{name}.schedule.ahead_at_every_start"] = int(all(
+            v[f"{name}.schedule.start{k}.mse"] < v[f"{name}.default.start{k}.mse"]
+            for k in range(3)))
+    run = r.get("ours", "s101", JUDGED + CANDIDATES["rate0.09"] + SAVED)
+    fast = per_pass(r, "s101", run, range(1, run["passes"] + 1))
+    v["s101.rate0.09.passes"] = run["passes"]
+    v["s101.rate0.09.floor_pass"] = min(fast, key=lambda n: fast[n]["test"])
+    v["s101.rate0.09.last.objective"] = fast[len(fast)]["objective"]
+    v["s101.rate0.09.last.test"] = fast[len(fast)]["test"]
+    run = r.get("ours", "s101", JUDGED + SCHEDULE + SAVED)
+    chosen = per_pass(r, "s101", run, range(1, run["passes"] + 1))
+    v["s101.schedule.passes"] = run["passes"]
+    for number in (1, 5, 10, 20):
+        if number in chosen:
+            v[f"s101.schedule.pass{number}.test"] = chosen[number]["test"]
+    v["s101.default.passes_to_schedule"] = min(
+        (n for n in long if long[n]["test"] <= v["s101.schedule.mse"]), default=0)
+    for number in (10, 20):
+        v[f"schedule.rate.pass{number}"] = 0.15 * 0.9 ** (number - 1)
+    # scoring
+    for name in DECAY_SCORING:
+        saved = SAVED if name in ("s202", "s203") else []
+        for label, flags in (("schedule", JUDGED + SCHEDULE + saved), ("default", JUDGED),
+                             ("linear", LINEAR_JUDGED)):
+            result = r.get("ours", name, flags)
+            metrics(v, f"{name}.{label}", result)
+            if label != "linear":
+                v[f"{name}.{label}.passes"] = result["passes"]
+        als = r.get("als", name, SCORE_ALS)
+        metrics(v, f"{name}.als", als)
+        v[f"{name}.als.rank"], v[f"{name}.als.lambda"] = als["rank"], als["lam"]
+        v[f"{name}.gain"] = v[f"{name}.default.mse"] - v[f"{name}.schedule.mse"]
+        v[f"{name}.default_behind_als"] = v[f"{name}.default.mse"] - v[f"{name}.als.mse"]
+        v[f"{name}.schedule_behind_als"] = v[f"{name}.schedule.mse"] - v[f"{name}.als.mse"]
+        v[f"{name}.schedule_above_linear"] = v[f"{name}.schedule.mse"] - v[f"{name}.linear.mse"]
+        scoring.append([name] + [v[f"{name}.{c}.mse"] for c in
+                                 ("schedule", "default", "linear", "als")]
+                       + [v[f"{name}.schedule.passes"], v[f"{name}.default.passes"]])
+    wins = [v[f"{n}.gain"] for n in DECAY_SCORING if v[f"{n}.gain"] > 0]
+    v["wins"], v["win.min"], v["win.max"] = len(wins), min(wins, default=0), max(wins, default=0)
+    for label in ("schedule", "default"):
+        v[f"mean.{label}"] = float(np.mean([v[f"{n}.{label}.mse"] for n in DECAY_SCORING]))
+    v["mean.gain"] = v["mean.default"] - v["mean.schedule"]
+    # the early stop: without the holdout, and pass by pass
+    for name in ("s202", "s203"):
+        for label, flags in (("default", JUDGED + ["--holdout_off"]),
+                             ("schedule", JUDGED + SCHEDULE + ["--holdout_off"] + SAVED)):
+            v[f"{name}.holdout_off.{label}.mse"] = r.get("ours", name, flags)["mse"]
+        run = r.get("ours", name, JUDGED + SCHEDULE + SAVED)
+        trace = per_pass(r, name, run, range(1, run["passes"] + 1))
+        v[f"{name}.schedule.model_pass"] = min(trace, key=lambda n: abs(trace[n]["test"]
+                                                                        - run["mse"]))
+        for number, scores in trace.items():
+            v[f"{name}.schedule.pass{number}.holdout"] = scores["holdout"]
+            v[f"{name}.schedule.pass{number}.test"] = scores["test"]
+    free = r.get("ours", "s203", JUDGED + SCHEDULE + ["--holdout_off"] + SAVED)
+    for number, scores in per_pass(r, "s203", free, range(1, free["passes"] + 1)).items():
+        v[f"s203.holdout_off.schedule.pass{number}.test"] = scores["test"]
+    return v, "\n\n".join([
+        table(rows, ["seed 101, pass", "learned MSE", "holdout MSE", "test MSE", "objective",
+                     "Σ|V|²"]),
+        table(scoring, ["set", "0.15 decayed by 0.9", "default", "linear", "ALS",
+                        "passes (decayed)", "passes (default)"])])
+
+
 TABLES = {f.__name__: f for f in (seed7, million, penalties, size_rule, shapes, clipping, numbers,
-                                  order, dropout, quantile)}
+                                  order, dropout, quantile, decay)}
 
 
 def main() -> None:
