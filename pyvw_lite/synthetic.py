@@ -72,14 +72,19 @@ class CrowdAnswers:
     truth: np.ndarray  # true class per task
     classes: int
 
-    def write(self, answers_path: str, truth_path: str | None = None) -> None:
-        """crowd-kit's layout: ``task,worker,label`` (and ``task,label`` for the truth)."""
+    def write(self, answers_path: str, truth_path: str | None = None,
+              chunk: int = 1 << 14) -> None:
+        """crowd-kit's layout: ``task,worker,label`` (and ``task,label`` for the truth), the
+        answers ``chunk`` rows at a time (whole-column numpy strings took 3.6 GB at 5,000,000
+        answers: fixed-width rows of 67 four-byte characters and three wide column copies)."""
         with open(answers_path, "w") as handle:
             handle.write("task,worker,label\n")
-            rows = np.char.add(np.char.add(np.char.add("t", self.tasks.astype(str)), ",w"),
-                               self.workers.astype(str))
-            rows = np.char.add(np.char.add(rows, ","), self.labels.astype(str))
-            handle.write("\n".join(rows.tolist()) + "\n")
+            for first in range(0, self.tasks.size, chunk):
+                piece = slice(first, first + chunk)
+                rows = zip(self.tasks[piece].tolist(), self.workers[piece].tolist(),
+                           self.labels[piece].tolist())
+                handle.write("".join(f"t{task},w{worker},{label}\n"
+                                     for task, worker, label in rows))
         if truth_path:
             with open(truth_path, "w") as handle:
                 handle.write("task,label\n")
