@@ -208,7 +208,7 @@ def test_every_method_writes_workers_and_their_plot(tmp_path, method, capsys):
 def test_nothing_switches_method_in_silence(tmp_path, capsys):
     from pyvw_lite.cli.main import main
     for extra, message in ((["--executor", "serial"], "--executor shards batch EM: add --method em"),
-                           (["-f", str(tmp_path / "m.pvw")], "--final_model needs --method em")):
+                           (["-f", str(tmp_path / "m.pvw")], "-f needs --method em")):
         assert main(["crowd", "datasets/act_MS/answers.csv", "--batch", *extra]) == 1
         assert message in capsys.readouterr().err
 

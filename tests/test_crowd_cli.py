@@ -104,6 +104,7 @@ def test_item_block_format_and_stdin(tmp_path, capsys):
     code, err = run([str(blocks), "-p", str(out)], capsys)
     assert code == 0, err
     assert [row[:2] for row in read_csv(out)[1:]] == [["a", "0"], ["b", "1"], ["d", "2"]]
+    assert "1 gold (the file's gold field)" in err  # a fixed label is never silent
     triples = "task,worker,label\nx,u,yes\nx,v,yes\ny,u,no\ny,v,no\n"
     result = subprocess.run([sys.executable, "-m", "pyvw_lite", "crowd", "-", "--batch", "-p",
                              str(out), "--quiet"], input=triples, capture_output=True, text=True)
@@ -290,8 +291,8 @@ def test_options_of_the_other_mode_are_flagged(answers, capsys):
     code, err = run([str(folder / "answers.csv"), "--batch", "--progressive"], capsys)
     assert code == 0 and "--progressive only affects online EM; a batch fit ignores it" in err
     code, err = run([str(folder / "answers.csv"), "--batch", "-t"], capsys)
-    assert code == 1 and "--test_only with --batch: it is for online EM" in err
-    assert "--initial_model" not in err  # only the flag given is named
+    assert code == 1 and "-t with --batch: it is for online EM" in err
+    assert "-i " not in err  # only the flag given is named
     code, err = run([str(folder / "answers.csv"), "--max_iters", "5"], capsys)
     assert code == 0 and "--max_iters and --tol only affect batch EM" in err
 
@@ -310,7 +311,7 @@ def test_continuing_a_model_refuses_options_that_reshape_it(answers, capsys, tmp
             (["--worker_map", "exact"], "trained with --worker_map hash, not with --worker_map exact"),
             (["--no_hyper"], "trained with --sigma_mu 3, not with --no_hyper"),
             (["--priorz", "1,2,1"], "not with --priorz 1,2,1"),
-            (["--method", "majority"], "--initial_model needs --method em")):
+            (["--method", "majority"], "-i needs --method em")):
         code, err = run([data, "-i", str(model), "-f", str(model), *extra], capsys)
         assert code == 1 and message in err, (extra, err)
         assert model.read_bytes() == before
@@ -429,3 +430,11 @@ def test_counts_of_one_are_singular(tmp_path, capsys):
     assert code == 0
     assert "1 item, 2 ratings, 1 worker, 2 labels (a, b), 1 repeated task-worker answer (kept)" \
         in err and re.search(r"fitted = BCC \(1 subtype per class, 1 iteration,", err)
+
+
+@pytest.mark.parametrize("flag", ["--candidates", "--folds"])
+def test_a_removed_option_says_it_was_removed_and_what_replaced_it(answers, capsys, flag):
+    folder, _ = answers
+    code, err = run([str(folder / "answers.csv"), "--batch", flag, "3"], capsys)
+    assert code != 0
+    assert "were removed" in err and "--sparse_workers" in err and "--method" in err

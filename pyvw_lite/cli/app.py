@@ -142,10 +142,16 @@ def crowd(
                                       help="a malformed answer row is fatal (default: skipped "
                                            "with a warning naming its line)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress or summary on stderr"),
+    removed: str = typer.Option(None, "--candidates", "--folds", hidden=True),
 ) -> None:
     """True labels from crowd answers: BCC or majority vote by the workers' density (--batch),
     EBCC, BCC, batch or online EM (the default without --batch), or a baseline."""
     from .crowd import CrowdRun, main
+    if removed is not None:
+        raise typer.BadParameter("--candidates and --folds were removed with the held-out "
+                                 "likelihood choice: the default now fits BCC, or majority "
+                                 "vote where workers answered too few items (--sparse_workers); "
+                                 "--method names one method (docs/crowd.md)")
     if model_name != "flass":
         raise typer.BadParameter(f"unknown --model {model_name!r}; the only model is flass")
     options = CrowdRun(answers=answers, batch=batch, method=method, gold=gold, truth=truth,

@@ -256,8 +256,8 @@ def run(run: CrowdRun, batch_em_on_executor=None) -> int:
         err.write(f"[warning] --method {run.method} does not use {', '.join(unused)}; "
                   f"{'it is' if one else 'they are'} ignored\n")
     if run.method != "em":
-        for flag, value in (("--initial_model", run.initial_model), ("--test_only", run.test_only),
-                            ("--final_model", run.final_model)):
+        for flag, value in (("-i", run.initial_model), ("-t", run.test_only),
+                            ("-f", run.final_model)):
             if value:
                 raise ValueError(f"{flag} needs --method em: only EM keeps a model file to "
                                  f"save, continue or predict with (--method {run.method} fits "
@@ -292,7 +292,9 @@ def run(run: CrowdRun, batch_em_on_executor=None) -> int:
                   f"{counted(len(data.worker_names), 'worker')}, "
                   f"{counted(data.n_labels, 'label')} "
                   f"({', '.join(shortened(name) for name in data.label_names)})"
-                  + (f", {int((data.gold >= 0).sum())} gold" if run.gold else "")
+                  + (f", {int((data.gold >= 0).sum())} gold"
+                     + ("" if run.gold else " (the file's gold field)")
+                     if run.gold or (data.gold >= 0).any() else "")
                   + (f" ({data.gold_elsewhere} gold tasks in no answer)" if data.gold_elsewhere
                      else "")
                   + (f", {counted(data.duplicates, 'repeated task-worker answer')} (kept)"
@@ -414,8 +416,8 @@ def run(run: CrowdRun, batch_em_on_executor=None) -> int:
 
 def _check_batch_flags(run: CrowdRun, err) -> None:
     """Online EM's flags under --batch: -i and -t are errors, the schedule a warning."""
-    online_only = [flag for flag, value in (("--initial_model", run.initial_model),
-                                            ("--test_only", run.test_only)) if value]
+    online_only = [flag for flag, value in (("-i", run.initial_model),
+                                            ("-t", run.test_only)) if value]
     if online_only:
         if run.batch_named != "--batch":  # the method implied it
             raise ValueError(f"{' and '.join(online_only)} need"

@@ -23,6 +23,9 @@ SETS = ("s4_Relevance", "smem_web")
 
 def main() -> None:
     extra = sys.argv[1:]
+    if {"-h", "--help"} & set(extra):
+        print(__doc__)
+        return
     bits = ["-b", "18"]
     if "-b" in extra:
         at = extra.index("-b")
