@@ -23,20 +23,7 @@ OURS_RUNNER = r"""
 import json, sys, time
 import numpy as np
 from pyvw_lite.io.crowd_input import read_triples, read_gold, label_index
-
-
-def peak_mb():
-    # this process's own peak resident memory (Linux's VmHWM), None where unknown; not
-    # getrusage's maxrss, which Linux carries over exec from the process that started this one:
-    # every row showed the bench's own peak instead (3.6 GB while it wrote a 1M-task CSV)
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
+from pyvw_lite.io.progress import peak_memory  # VmHWM: getrusage's carries over exec
 
 
 mode, answers, truth = sys.argv[1:4]
@@ -74,7 +61,7 @@ else:
     extra["progressive_accuracy"] = float((result.q.argmax(axis=1)[items] == expected).mean())
     extra["table_bytes"] = int(model.alpha.nbytes + model.stats.nbytes + model.stamp.nbytes
                                + model.mu.nbytes)
-extra["max_rss_mb"] = peak_mb()
+extra["max_rss_mb"] = peak_memory() / 2**20 or None
 print(json.dumps(dict(seconds=seconds, ratings=int(data.n_ratings),
                       accuracy=float((labels[items] == expected).mean()), **extra)))
 """

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..io import cache as cache_io
 from ..io.atomic import temporary_beside
-from ..io.progress import LiveBar, ProgressTable, totals, use_live_bar
+from ..io.progress import LiveBar, ProgressTable, peak_memory, totals, use_live_bar
 from ..io.source import GZIP_MAGIC, LineChunks, is_regular_file, prefetch
 from ..io.vw_text import parse_lines, split_lines
 from ..jit import announce_compile
@@ -325,20 +325,6 @@ def learn_shard(shard: dict, options: Options, model: tuple, pass_index: int,
             "ode_step_caps": workspace.ode_step_caps,
             "multiclass_log_loss": workspace.multiclass_log_loss,
             "peak_memory": peak_memory()}
-
-
-def peak_memory() -> int:
-    """This process's peak resident memory so far, in bytes (0 where unknown): Linux's VmHWM,
-    not ``getrusage``'s maxrss, which a spawned worker inherits from the driver it was forked
-    from (whose newline count maps the whole data file)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def account_shard(shard: dict, state: dict, pass_index: int, first: int) -> dict:

@@ -387,3 +387,17 @@ class ProgressTable:
         lines.append(f"total feature number = {self.total_features}")
         lines.extend(self.extra_summary)
         return "\n".join(lines) + "\n"
+
+
+def peak_memory() -> int:
+    """This process's peak resident memory so far, in bytes (0 where unknown): Linux's VmHWM,
+    not ``getrusage``'s maxrss, which Linux carries over fork and exec from the process that
+    started this one (a shard worker's driver, a benchmark's parent)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
