@@ -29,10 +29,12 @@ def bench(
     workdir: str = typer.Option(None, "--workdir", help="keep data and caches here"),
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also time VW (pip vowpalwabbit)"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
-    scenario: list[str] = typer.Option(None, "--scenario",
-                                       help="text, cache, sft or sft-dyad (repeatable; default all)"),
+    scenario: list[str] = typer.Option(
+        None, "--scenario", help="text, cache, sft, sft-dyad or ratings-lrq (repeatable; default "
+        "all)"),
 ) -> None:
-    """Time pyvw-lite and VW side by side on seeded rater-task data; print the ratio."""
+    """Time pyvw-lite and VW side by side on seeded rater-task and ratings data; print the
+    ratio."""
     from .bench import SCENARIOS, results_json, run_bench
     chosen = tuple(scenario) if scenario else SCENARIOS
     unknown = [name for name in chosen if name not in SCENARIOS]

@@ -52,6 +52,9 @@ SETS = {
     # gap302 (issue 41): fresh sets with seed 302's flags, to score a remedy chosen on 302
     **{f"s{seed}": (seed, ["--users", "1886", "--items", "3364", "--ratings", "200000"])
        for seed in (304, 305, 306)},
+    # criterion (issue 41): three more sets, first run there, none of them used to choose
+    "s401": (401, []), "s402": (402, ["--users", "3000", "--items", "4000", "--ratings", "300000"]),
+    "s403": (403, ["--users", "671", "--items", "9066"]),
     # the size rule: fitted on C, A, seed1, M8 and B, predicted F, E and D
     "C": (9, ["--users", "3000", "--items", "2000", "--ratings", "100000"]),
     "A": (9, ["--users", "6040", "--items", "3700", "--ratings", "300000"]),
@@ -1020,8 +1023,101 @@ def gap302_remedy(r: Runs) -> tuple[dict, str]:
                      "default − ALS", "remedy − ALS", "remedy passes used"])])
 
 
+# issue 41's first criterion: every generated set no default was chosen on (101 and 102 chose
+# them; 302 chose a remedy that was not kept), against ALS tuned by CV on a finer grid
+CRITERION_SETS = ("s201", "s202", "s203", "s301", "s302", "s303", "s304", "s305", "s306",
+                  "s401", "s402", "s403")
+FINE_ALS = ["--ranks", "0,2,4,8,16", "--lambdas", "2,3.5,5,8,12,20", "--sweeps", "10"]
+STARTS = ([], ["--dyad_seed", "1"], ["--dyad_seed", "2"])
+CRITERION_LINES = {"judged": JUDGED, "holdout_off": JUDGED + ["--holdout_off"]}
+VW_LRQ = ["--lrq", "um8", "--lrqdropout", "--passes", "20"]
+CONVERGED = DYAD + ["--passes", "60", "--holdout_off"]  # where 20 passes fall short of ALS
+CONVERGED_SETS = ("s201", "s401")
+
+
+def criterion(r: Runs) -> tuple[dict, str]:
+    """Issue 41: the judged line and the same line learning every training line
+    (``--holdout_off``), each at three starts, against linear, VW's ``--lrq`` and ALS tuned by
+    3-fold CV over ranks 0-16 and six λ, on the twelve sets not used to choose a default."""
+    for name in CRITERION_SETS:
+        for flags in CRITERION_LINES.values():
+            for start in STARTS:
+                r.want("ours", name, flags + start)
+        r.want("ours", name, LINEAR_JUDGED)
+        r.want("vw", name, VW_LRQ)
+        r.want("als", name, FINE_ALS)
+    for name in CONVERGED_SETS:
+        for start in STARTS:
+            r.want("ours", name, CONVERGED + start)
+    r.run()
+    v, rows = {}, []
+    for name in CONVERGED_SETS:
+        runs = [r.get("ours", name, CONVERGED + start) for start in STARTS]
+        for k, run in enumerate(runs):
+            v[f"{name}.converged.start{k}.mse"] = run["mse"]
+        v[f"{name}.converged.mse"] = float(np.mean([run["mse"] for run in runs]))
+        v[f"{name}.converged.spread"] = float(np.ptp([run["mse"] for run in runs]))
+    for name in CRITERION_SETS:
+        gen = r.floors.get(name) or floors_of(r, name)
+        v.update({f"{name}.gen.{k}": x for k, x in gen.items()})
+        als = r.get("als", name, FINE_ALS)
+        metrics(v, f"{name}.als", als)
+        v[f"{name}.als.rank"], v[f"{name}.als.lambda"] = als["rank"], als["lam"]
+        metrics(v, f"{name}.linear", r.get("ours", name, LINEAR_JUDGED))
+        metrics(v, f"{name}.vw", r.get("vw", name, VW_LRQ))
+        cells = []
+        for label, flags in CRITERION_LINES.items():
+            runs = [r.get("ours", name, flags + start) for start in STARTS]
+            for k, run in enumerate(runs):
+                metrics(v, f"{name}.{label}.start{k}", run)
+                v[f"{name}.{label}.start{k}.passes"] = run["passes"]
+            for metric in ("mse", "rmse", "mae"):
+                v[f"{name}.{label}.{metric}"] = float(np.mean([run[metric] for run in runs]))
+            behind = [run["mse"] - als["mse"] for run in runs]
+            v[f"{name}.{label}.behind_als"] = float(np.mean(behind))
+            v[f"{name}.{label}.behind_als.worst"] = max(behind)
+            v[f"{name}.{label}.spread"] = float(np.ptp([run["mse"] for run in runs]))
+            low, high = min(run["mse"] for run in runs), max(run["mse"] for run in runs)
+            cells.append(f"{low:.4f}–{high:.4f} ({max(behind):+.4f})")
+        shape = (f"{name[1:]}: {gen['users']:,} × {gen['items']:,}, {gen['train']:,} train, "
+                 f"median {gen['median_item']} per item")
+        rows.append([shape] + cells + [f"{v[f'{name}.linear.mse']:.4f}", f"{v[f'{name}.vw.mse']:.4f}",
+                                       f"{als['mse']:.4f} (rank {als['rank']}, λ {als['lam']:g})"])
+    for label in CRITERION_LINES:
+        worst = [v[f"{n}.{label}.behind_als.worst"] for n in CRITERION_SETS]
+        mean = [v[f"{n}.{label}.behind_als"] for n in CRITERION_SETS]
+        v[f"{label}.within_0.01"] = sum(w <= 0.01 for w in worst)
+        v[f"{label}.mean_within_0.01"] = sum(m <= 0.01 for m in mean)
+        v[f"{label}.worst_behind_als"] = max(worst)
+        v[f"{label}.mean_behind_als"] = float(np.mean(mean))
+        v[f"{label}.largest_spread"] = max(v[f"{n}.{label}.spread"] for n in CRITERION_SETS)
+    v["holdout_gain.min"] = min(v[f"{n}.judged.mse"] - v[f"{n}.holdout_off.mse"]
+                                for n in CRITERION_SETS)
+    v["holdout_gain.max"] = max(v[f"{n}.judged.mse"] - v[f"{n}.holdout_off.mse"]
+                                for n in CRITERION_SETS)
+    for name in CONVERGED_SETS:
+        v[f"{name}.converged.behind_als"] = v[f"{name}.converged.mse"] - v[f"{name}.als.mse"]
+    v["sets"] = len(CRITERION_SETS)
+    v["table"] = table(rows, ["seed: users × items", "the judged line, three starts (worst − ALS)",
+                              "the same, `--holdout_off`", "linear (judged)",
+                              "VW `--lrq um8 --lrqdropout`", "ALS, tuned by CV"])
+    return v, v["table"]
+
+
+def floors_of(r: Runs, name: str) -> dict:
+    """gen_dyadic's figures of a set generated by an earlier run in the same workdir."""
+    seed, flags = SETS[name]
+    out = subprocess.run([sys.executable, str(GEN), "--seed", str(seed), *flags, "--train",
+                          str(r.work / name / "again.train.vw"), "--test",
+                          str(r.work / name / "again.test.vw")],
+                         capture_output=True, text=True, check=True).stdout
+    r.floors[name] = floors(out)
+    return r.floors[name]
+
+
 TABLES = {f.__name__: f for f in (seed7, million, penalties, size_rule, shapes, clipping, numbers,
-                                  order, dropout, quantile, decay, gap302, gap302_remedy)}
+                                  order, dropout, quantile, decay, gap302, gap302_remedy,
+                                  criterion)}
 
 
 def main() -> None:
