@@ -189,10 +189,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
            "(default: VW-style adaptive per-feature rates); latent rate 1", "Dyadic", keep=True),
     Option("dyad_rate", FLOAT, None, "the latent vectors' rate as a fraction of -l (default "
-           "0.03; shifted form 1/(2k))", "Dyadic", keep=True, metavar="R"),
+           "0.09 under the per-row ridge of squared loss, else 0.03; shifted form 1/(2k))",
+           "Dyadic", keep=True, metavar="R"),
     Option("dyad_decay", FLOAT, None, "multiply the latent rate by D after each pass, the "
-           "linear rates untouched (default 1: constant; a model keeps the rate it reached)",
-           "Dyadic", keep=True, metavar="D"),
+           "linear rates untouched (default 0.93 under the per-row ridge of squared loss, else "
+           "1: constant; a model keeps the rate it reached)", "Dyadic", keep=True, metavar="D"),
     Option("dyad_power_t", FLOAT, None, "decay exponent of the latent rate (default 0: "
            "constant; shifted form: --power_t)", "Dyadic", keep=True, metavar="P"),
     Option("dyad_noise", FLOAT, None, "size of the symmetry-breaking start of latent vectors "

@@ -410,13 +410,15 @@ def test_taylor_and_rk4_solvers_learn_the_same_model(reduction, loss):
 
 @pytest.mark.parametrize("flags,rate", [("--dyad_shifted --rank 2", 0.25),
                                         ("--dyad_shifted --rank 3", 1 / 6),
-                                        ("--rank 2", 0.03), ("--rank 2 --dyad_plain", 0.03),
+                                        ("--rank 2", 0.09), ("--rank 2 --dyad_plain", 0.09),
+                                        ("--rank 2 --loss_function logistic", 0.03),
                                         ("--dyad_shifted --rank 2 --dyad_plain_rate", 1.0),
                                         ("--rank 2 --dyad_rate 0.7", 0.7)])
 def test_the_latent_rate_is_normalized_by_the_latent_coordinates(flags, rate):
     """The shifted model's latent block starts as 2k unit coordinates per unit feature: its rate
     is 1/(2k) of the plain one unless --dyad_rate says otherwise; the plain form's default is
-    0.03 (docs/dyadic.md)."""
+    0.09 under the per-row ridge of squared loss (decayed by 0.93 a pass), else 0.03
+    (docs/dyadic.md)."""
     ws = Workspace(f"--dyad rt {flags} --quiet")
     assert ws.params[P_LATENT_RATE] == pytest.approx(rate)
     with pytest.raises(OptionError, match="dyad_rate"):
@@ -896,8 +898,8 @@ def test_shards_add_their_first_pass_counts(tmp_path):
 
 def test_the_latent_rate_decays_by_dyad_decay_per_pass_and_a_model_keeps_it(tmp_path):
     """--dyad_decay D multiplies the latent rate by D after each pass (the linear rates are
-    untouched) and a saved model resumes at the rate it reached.  The default is 1: the rate
-    stays constant (docs/dyadic.md: 0.15 decayed by 0.9 was tried as the default)."""
+    untouched) and a saved model resumes at the rate it reached.  The default is 0.93 from 0.09
+    under the per-row ridge of squared loss (docs/dyadic.md), 1 (a constant 0.03) elsewhere."""
     ws = Workspace("--dyad um --rank 2 --dyad_rate 0.15 --dyad_decay 0.9 --quiet")
     eta = ws.params[P_ETA]
     assert ws.params[P_LATENT_RATE] == pytest.approx(0.15)
@@ -912,7 +914,9 @@ def test_the_latent_rate_decays_by_dyad_decay_per_pass_and_a_model_keeps_it(tmp_
     assert again.params[P_LATENT_RATE] == pytest.approx(0.15 * 0.9 ** 3)
     again.repeat_pass()
     assert again.params[P_LATENT_RATE] == pytest.approx(0.15 * 0.9 ** 4)
-    for flags, first, second in (("", 0.03, 0.03), ("--dyad_decay 0.5", 0.03, 0.015),
+    for flags, first, second in (("", 0.09, 0.09 * 0.93), ("--dyad_decay 0.5", 0.09, 0.045),
+                                 ("--dyad_row_l2 0", 0.03, 0.03),
+                                 ("--loss_function logistic", 0.03, 0.03),
                                  ("--loss_function logistic --dyad_decay 0.8", 0.03, 0.024)):
         ws = Workspace(f"--dyad um --rank 2 --quiet {flags}")
         assert ws.params[P_LATENT_RATE] == pytest.approx(first), flags
@@ -922,8 +926,10 @@ def test_the_latent_rate_decays_by_dyad_decay_per_pass_and_a_model_keeps_it(tmp_
 
 def test_a_command_line_run_saves_the_decayed_rate_and_an_older_model_resumes_at_its_own(
         tmp_path):
-    """-f after three passes holds the rate's scale 0.9³; a model saved before --dyad_decay (no
-    scale in it) resumes at scale 1; a scale that is not a finite positive number is refused."""
+    """-f after three passes holds the rate's scale 0.9³ and the schedule (rate, decay) it
+    followed; a model saved before --dyad_decay (no scale in it) resumes at scale 1, one saved
+    before issue 41's schedule (no rate or decay in it) at the constant 0.03 that was the default
+    then; a scale, rate or decay that is not a finite positive number is refused."""
     from conftest import run_workspace
     from pyvw_lite.io.model_io import load_model, save_model
     data = tmp_path / "r.vw"
@@ -936,19 +942,34 @@ def test_a_command_line_run_saves_the_decayed_rate_and_an_older_model_resumes_at
     assert code == 0, err
     saved = load_model(str(model))
     assert saved.state["dyad_rate_scale"] == pytest.approx(0.9 ** 3)
-    assert Workspace(["-i", str(model), "--quiet"]).params[P_LATENT_RATE] == \
-        pytest.approx(0.03 * 0.9 ** 3)
-    del saved.state["dyad_rate_scale"]
+    assert (saved.state["dyad_rate"], saved.state["dyad_decay"]) == (0.09, 0.9)
+    ws = Workspace(["-i", str(model), "--quiet"])
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.09 * 0.9 ** 3)
+    ws.repeat_pass()
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.09 * 0.9 ** 4)
     older = tmp_path / "older.pvw"
+    del saved.state["dyad_rate_scale"]
     save_model(str(older), saved, "0")
     ws = Workspace(["-i", str(older), "--quiet"])
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.09)
+    ws.repeat_pass()
+    assert ws.params[P_LATENT_RATE] == pytest.approx(0.081)
+    for name in ("dyad_rate", "dyad_decay"):
+        del saved.state[name]
+    save_model(str(older), saved, "0")
+    ws = Workspace(["-i", str(older), "--quiet"])  # the --dyad_decay given is kept
     assert ws.params[P_LATENT_RATE] == pytest.approx(0.03)
     ws.repeat_pass()
     assert ws.params[P_LATENT_RATE] == pytest.approx(0.027)
-    saved.state["dyad_rate_scale"] = -1.0
-    save_model(str(older), saved, "0")
-    with pytest.raises(Exception, match="latent rate scale"):
-        Workspace(["-i", str(older), "--quiet"])
+    for name, bad, message in (("dyad_rate_scale", -1.0, "latent rate scale"),
+                               ("dyad_rate", 0.0, "dyad_rate 0.0"),
+                               ("dyad_decay", "0.9", "dyad_decay '0.9'"),
+                               ("dyad_rate", float("nan"), "NaN")):
+        broken = load_model(str(model))
+        broken.state[name] = bad
+        save_model(str(older), broken, "0")
+        with pytest.raises(Exception, match=message):
+            Workspace(["-i", str(older), "--quiet"])
 
 
 @pytest.mark.parametrize("value", ["0", "-0.5", "inf", "nan"])

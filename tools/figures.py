@@ -1272,7 +1272,7 @@ def dyad_table(table: str) -> Callable:
 
 
 for _table in ("seed7", "million", "penalties", "size_rule", "shapes", "clipping", "numbers",
-               "order", "dropout", "quantile", "decay", "gap302", "criterion"):
+               "order", "dropout", "quantile", "decay", "gap302", "criterion", "schedule"):
     group(f"dyad_{_table}", f"python tests/accuracy/dyad_sets.py {_table}", slow=True,
           needs_shared=True)(dyad_table(_table))
 

@@ -172,6 +172,23 @@ class Configuration:
             state[gd.MAX_LABEL] = o.max_prediction
         return weights, state, self._params(model), touched
 
+    def resume_schedule(self, settings: dict, model: ModelData) -> None:
+        """A resumed model learns on at the latent rate and decay it was trained with, where the
+        command line gives none: those it saved, or for a model saved before issue 41's schedule
+        (none saved) the constant rate that was the default then."""
+        o = self.options
+        for name, flag, before in (("rate", "dyad_rate", dyad.PLAIN_RATE),
+                                   ("decay", "dyad_decay", 1.0)):
+            value = model.state.get(flag)
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not 0.0 < value < math.inf):
+                raise ModelError(f"{o.initial_regressor}: malformed model ({flag} {value!r})")
+            if getattr(o, flag) is not None:
+                continue
+            if value is not None:
+                settings[name] = float(value)
+            elif settings[name] == (dyad.RIDGE_RATE if name == "rate" else dyad.RIDGE_DECAY):
+                settings[name] = before
     def _params(self, model: ModelData | None) -> np.ndarray:
         """The kernels' parameters (``gd.P_*``) as the options (and ``model``) set them."""
         o = self.options
@@ -189,6 +206,8 @@ class Configuration:
         params[gd.P_DYAD_ADAPTIVE] = not o.dyad_plain_rate
         params[gd.P_ODE_SOLVER] = TAYLOR if o.ode_solver == "taylor" else RK4
         settings = self.dyadic.settings if self.dyadic is not None else None
+        if settings and model is not None:
+            self.resume_schedule(settings, model)
         # the latent rate's --dyad_decay so far: a model keeps it, so a resumed run goes on
         # where it stopped (one saved before the option had none: 1)
         self.latent_scale = 1.0

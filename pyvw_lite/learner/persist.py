@@ -34,6 +34,10 @@ def _model_data(learner, predict_only: bool | None) -> ModelData:
         state["latent_columns"] = learner.latent
         # the latent rate's decay over the passes so far (a predict-only model learns afresh)
         state["dyad_rate_scale"] = 1.0 if predict_only else float(learner.latent_scale)
+    if learner.dyadic is not None and not predict_only:
+        # the schedule it follows, which a resumed run keeps (defaults change between versions)
+        state["dyad_rate"] = float(learner.dyadic.settings["rate"])
+        state["dyad_decay"] = float(learner.dyadic.settings["decay"])
     if not predict_only:
         state["power_t"] = learner.options.power_t
         if learner.active is not None:  # the sampler's evidence, for a later --active run

@@ -77,12 +77,17 @@ BIAS_L2 = 3.0
 ROW_L2 = 8.0
 COUNT_CAP = 255
 
-# The latent rate, constant by default.  --dyad_decay multiplies it after each pass; under the
-# per-row penalties 0.15 decayed by 0.9 a pass won on the choosing sets (gen_dyadic seeds 101 and
-# 102: test MSE 0.7853 and 0.8793 against 0.7926 and 0.8916) but not on held-out ones, where VW's
-# early termination stopped it after 5 or 6 passes on two of six (docs/dyadic.md), so it is not
-# the default.
+# The latent rate.  Under the per-row ridge (squared loss, the ratings defaults) it starts at 0.09
+# and is multiplied by 0.93 after each pass (0.047 in pass 10, 0.023 in pass 20): the latent
+# vectors start small and grow only as fast as the rate lets them, so a constant 0.03 was still far
+# from converged after 20 passes (gen_dyadic sets where 60 passes from any start came out ahead of
+# a tuned ALS, and 20 spread over 0.02 of test MSE from start to start).  Chosen among eight
+# schedules on seeds 101, 102, 501 and 502 and scored on twelve others (docs/dyadic.md); a faster
+# start (0.15 decayed by 0.9) overfitted in its first passes and VW's early termination stopped it
+# there.  Elsewhere the rate is a constant 0.03.
 PLAIN_RATE = 0.03
+RIDGE_RATE = 0.09
+RIDGE_DECAY = 0.93
 
 
 @kernel(inline="always")
@@ -127,20 +132,32 @@ def dyad_settings(options: Options) -> dict:
     ``l2_power``: the size exponent, 0 when ``--dyad_l2`` is given.  ``bias_l2``, ``row_l2``:
     the per-row ridge penalties (:func:`row_shrink`); under squared loss they default to 3 and 8
     (issue 41: within 0.01 of, or ahead of, a tuned batch ALS on generated long-tailed ratings)
-    and the per-row latent one replaces the sized default.  ``decay``: the latent rate's factor
-    per pass (``--dyad_decay``, default 1)."""
+    and the per-row latent one replaces the sized default; there the latent rate starts at 0.09
+    and ``decay``, its factor per pass (``--dyad_decay``), is 0.93 (elsewhere 0.03 and 1)."""
     if options.dyad_plain and options.dyad_shifted:
         raise OptionError("--dyad_plain and --dyad_shifted name two forms; give one")
     shifted = bool(options.dyad_shifted)
     # --lrqdropout drops coordinates of binary and regression updates; then it is the latent
     # penalty, as in VW (with the default one as well the latent part stayed near zero)
     dropout = bool(options.lrqdropout) and not (options.oaa or options.ect or options.sft)
+    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times.  Its
+    # defaults are in squared error's units, chosen on ratings (binary and regression learning,
+    # no dropout): elsewhere they are 0.  Where the per-row latent penalty is on, it replaces
+    # the default per-update one (--dyad_l2 still adds one when given), and the latent rate
+    # starts faster and decays over passes (RIDGE_RATE, RIDGE_DECAY).
+    ratings = options.loss_function == "squared" and not shifted and not dropout and not (
+        options.oaa or options.ect or options.sft)
+    bias_l2 = float(options.dyad_bias_l2 if options.dyad_bias_l2 is not None
+                    else BIAS_L2 if ratings else 0.0)
+    row_l2 = float(options.dyad_row_l2 if options.dyad_row_l2 is not None
+                   else ROW_L2 if ratings else 0.0)
+    ridge = ratings and row_l2 > 0.0
     if options.dyad_rate is not None:
         rate = options.dyad_rate
     elif options.dyad_plain_rate:
         rate = 1.0
     else:
-        rate = 1.0 / (2.0 * options.rank) if shifted else PLAIN_RATE
+        rate = 1.0 / (2.0 * options.rank) if shifted else RIDGE_RATE if ridge else PLAIN_RATE
     chosen = dict(shift=1.0 if shifted else 0.0, rate=float(rate),
                   noise=options.dyad_noise if options.dyad_noise is not None
                   else (0.01 if shifted else 0.1),
@@ -152,17 +169,9 @@ def dyad_settings(options: Options) -> dict:
     # a given --dyad_l2 is the penalty itself; the default one follows the uses per row
     chosen["l2_power"] = L2_SIZE_POWER if options.dyad_l2 is None and not shifted else 0.0
     chosen["dropout"] = dropout
-    # ALS's ridge per row (Koren's biased MF): lambda/n per update of a row used n times.  Its
-    # defaults are in squared error's units, chosen on ratings (binary and regression learning,
-    # no dropout): elsewhere they are 0.  Where the per-row latent penalty is on, it replaces
-    # the default per-update one (--dyad_l2 still adds one when given).
-    ratings = options.loss_function == "squared" and not shifted and not dropout and not (
-        options.oaa or options.ect or options.sft)
-    chosen["bias_l2"] = float(options.dyad_bias_l2 if options.dyad_bias_l2 is not None
-                              else BIAS_L2 if ratings else 0.0)
-    chosen["row_l2"] = float(options.dyad_row_l2 if options.dyad_row_l2 is not None
-                             else ROW_L2 if ratings else 0.0)
-    chosen["decay"] = float(options.dyad_decay if options.dyad_decay is not None else 1.0)
+    chosen["bias_l2"], chosen["row_l2"] = bias_l2, row_l2
+    chosen["decay"] = float(options.dyad_decay if options.dyad_decay is not None
+                            else RIDGE_DECAY if ridge else 1.0)
     if chosen["row_l2"] > 0.0 and options.dyad_l2 is None:
         chosen["l2"] = 0.0
         chosen["l2_power"] = 0.0

@@ -55,6 +55,16 @@ SETS = {
     # criterion (issue 41): three more sets, first run there, none of them used to choose
     "s401": (401, []), "s402": (402, ["--users", "3000", "--items", "4000", "--ratings", "300000"]),
     "s403": (403, ["--users", "671", "--items", "9066"]),
+    # schedule (issue 41): the latent rate's schedule chosen on 101, 102 and 501-504 (503 and 504
+    # with 202's and 203's flags, where a fast start had stopped early), scored on 601-606
+    "s501": (501, []), "s502": (502, ["--users", "500", "--items", "1000", "--ratings", "50000"]),
+    "s503": (503, ["--users", "1000", "--items", "6000", "--ratings", "60000"]),
+    "s504": (504, ["--latent-sd", "0.4", "--noise-sd", "0.85"]),
+    "s601": (601, ["--users", "500", "--items", "1000", "--ratings", "50000"]),
+    "s602": (602, ["--users", "1000", "--items", "6000", "--ratings", "60000"]),
+    "s603": (603, ["--latent-sd", "0.4", "--noise-sd", "0.85"]),
+    "s604": (604, []), "s605": (605, ["--users", "1886", "--items", "3364", "--ratings", "200000"]),
+    "s606": (606, ["--users", "671", "--items", "9066"]),
     # the size rule: fitted on C, A, seed1, M8 and B, predicted F, E and D
     "C": (9, ["--users", "3000", "--items", "2000", "--ratings", "100000"]),
     "A": (9, ["--users", "6040", "--items", "3700", "--ratings", "300000"]),
@@ -102,6 +112,19 @@ PASS_POWER = ("import sys\nfrom pyvw_lite.learner.core import Learner\n"
               "    self.set_latent_scale(self.passes_begun ** -power)\n"
               "Learner.repeat_pass = repeat_pass\n"
               "from pyvw_lite.cli.main import entry\nentry()\n")
+# pyvw-lite with a fast start: argv[1] is "K:W", the latent rate's scale after pass W is 1/K (the
+# run gives --dyad_rate 0.03·K and --dyad_decay 1), the rest pyvw-lite's
+PASS_WARM = ("import sys\nfrom pyvw_lite.learner.core import Learner\n"
+             "k, warm = (float(x) for x in sys.argv.pop(1).split(':'))\n"
+             "plain = Learner.repeat_pass\n"
+             "def repeat_pass(self):\n    plain(self)\n"
+             "    self.passes_begun = getattr(self, 'passes_begun', 1) + 1\n"
+             "    self.set_latent_scale(1.0 / k if self.passes_begun > warm else 1.0)\n"
+             "Learner.repeat_pass = repeat_pass\n"
+             "from pyvw_lite.cli.main import entry\nentry()\n")
+# the latent rate before issue 41's schedule: the tables that chose the penalties and measured
+# the decay ran with it, and run with it still (Runs.historic)
+CONSTANT = ["--dyad_rate", "0.03", "--dyad_decay", "1"]
 
 
 class Runs:
@@ -113,6 +136,15 @@ class Runs:
         self.results: dict[tuple, dict] = {}
         self.pending: dict[tuple, None] = {}
         self.started = 0  # runs started: each has a scratch folder of its own
+        self.historic = False  # dyadic runs at the constant latent rate unless they set one
+
+    def pin(self, tool: str, flags: list[str]) -> list[str]:
+        """``flags`` with the constant latent rate of the tables that ran before issue 41's
+        schedule, where they set no rate or decay of their own (``historic`` tables only)."""
+        if not self.historic or tool != "ours" or not {"--dyad", "--lrq"} & set(flags):
+            return flags
+        extra = [] if "--dyad_rate" in flags else CONSTANT[:2]
+        return flags + extra + ([] if "--dyad_decay" in flags else CONSTANT[2:])
 
     # -- data
     def files(self, name: str, variant: str = "") -> tuple[Path, Path]:
@@ -160,13 +192,13 @@ class Runs:
 
     # -- runs
     def want(self, tool: str, name: str, flags: list[str], variant: str = "") -> tuple:
-        key = (tool, name, variant, tuple(flags))
+        key = (tool, name, variant, tuple(self.pin(tool, flags)))
         if key not in self.results:
             self.pending[key] = None
         return key
 
     def get(self, tool: str, name: str, flags: list[str], variant: str = "") -> dict:
-        return self.results[(tool, name, variant, tuple(flags))]
+        return self.results[(tool, name, variant, tuple(self.pin(tool, flags)))]
 
     def run(self) -> None:
         keys = list(self.pending)
@@ -198,10 +230,11 @@ class Runs:
         flags, learner = list(flags), []
         if tool == "ours":
             command = [sys.executable, "-m", "pyvw_lite"]
-            if "--pass_power" in flags:  # not a flag of pyvw-lite's: PASS_POWER
-                at = flags.index("--pass_power")
-                learner = [sys.executable, "-c", PASS_POWER, flags[at + 1]]
-                del flags[at:at + 2]
+            for hack, script in (("--pass_power", PASS_POWER), ("--pass_warm", PASS_WARM)):
+                if hack in flags:  # not a flag of pyvw-lite's: a script patches it in
+                    at = flags.index(hack)
+                    learner = [sys.executable, "-c", script, flags[at + 1]]
+                    del flags[at:at + 2]
             cache = ["--cache_file", str(scratch / "c.cache"), "-k"]
             quiet = []  # its summary says the passes it used
         else:
@@ -333,6 +366,7 @@ def million(r: Runs) -> tuple[dict, str]:
 
 def penalties(r: Runs) -> tuple[dict, str]:
     """Issue 41: the per-row ridge penalties, chosen on seeds 101 and 102, scored on 201-203."""
+    r.historic = True  # ran before issue 41's schedule: the constant latent rate
     bias_grid, row_grid = (0, 1, 3, 10), (3, 5, 7, 10, 14, 20)
     choose_als = ["--ranks", "0,4,8", "--lambdas", "5,15"]
     score_als = ["--ranks", "0,8", "--lambdas", "5,15", "--sweeps", "10"]
@@ -721,6 +755,7 @@ def decay(r: Runs) -> tuple[dict, str]:
     """Issue 41: a latent rate that decays over passes (--dyad_decay).  The judged line over 60
     passes on seed 101 against ALS on the same nine tenths; schedules on seeds 101 and 102;
     --dyad_rate 0.15 --dyad_decay 0.9 scored on 201-203 and 301-303; the early stop."""
+    r.historic = True  # ran before issue 41's schedule: the constant latent rate
     r.want("ours", "s101", LONG)
     for name in ("s101", "s102"):
         for label, flags in CANDIDATES.items():
@@ -848,6 +883,7 @@ def gap302(r: Runs) -> tuple[dict, str]:
     """Issue 41: seed 302's 0.031 behind ALS split as seed 101's was (decay): the judged line
     for 60 passes pass by pass, the same with --holdout_off, ALS on the learned nine tenths and
     on the whole training file; then the learner at ALS's CV λ (a diagnosis, not a default)."""
+    r.historic = True  # ran before issue 41's schedule: the constant latent rate
     name = "s302"
     runs = {"judged": LONG, "holdout_off": LONG + ["--holdout_off"],
             **{label: LONG + flags for label, flags in AT_ALS_LAMBDA.items()}}
@@ -963,6 +999,7 @@ def gap302_remedy(r: Runs) -> tuple[dict, str]:
     """Issue 41: gap302 left the passes (and the holdout); one knob for the passes chosen on
     seed 302 (a larger start or a faster constant rate, the judged line's per-pass test MSE),
     then scored against the default and ALS on sets not used to choose it, at three starts."""
+    r.historic = True  # ran before issue 41's schedule: the constant latent rate
     for flags in REMEDY_CANDIDATES.values():
         r.want("ours", "s302", JUDGED + flags + SAVED)
     r.want("ours", "s302", JUDGED + SAVED)
@@ -1029,7 +1066,9 @@ CRITERION_SETS = ("s201", "s202", "s203", "s301", "s302", "s303", "s304", "s305"
                   "s401", "s402", "s403")
 FINE_ALS = ["--ranks", "0,2,4,8,16", "--lambdas", "2,3.5,5,8,12,20", "--sweeps", "10"]
 STARTS = ([], ["--dyad_seed", "1"], ["--dyad_seed", "2"])
-CRITERION_LINES = {"judged": JUDGED, "holdout_off": JUDGED + ["--holdout_off"]}
+CRITERION_LINES = {"judged": JUDGED, "judged_constant": JUDGED + CONSTANT,
+                   "holdout_off": JUDGED + ["--holdout_off"],
+                   "holdout_off_constant": JUDGED + ["--holdout_off"] + CONSTANT}
 VW_LRQ = ["--lrq", "um8", "--lrqdropout", "--passes", "20"]
 CONVERGED = DYAD + ["--passes", "60", "--holdout_off"]  # where 20 passes fall short of ALS
 CONVERGED_SETS = ("s201", "s401")
@@ -1091,6 +1130,13 @@ def criterion(r: Runs) -> tuple[dict, str]:
         v[f"{label}.worst_behind_als"] = max(worst)
         v[f"{label}.mean_behind_als"] = float(np.mean(mean))
         v[f"{label}.largest_spread"] = max(v[f"{n}.{label}.spread"] for n in CRITERION_SETS)
+    for kind in ("judged", "holdout_off"):  # the schedule against the constant rate before it
+        gains = [v[f"{n}.{kind}_constant.mse"] - v[f"{n}.{kind}.mse"] for n in CRITERION_SETS]
+        v[f"{kind}.schedule.wins"] = sum(g > 0 for g in gains)
+        v[f"{kind}.schedule.worst_gain"], v[f"{kind}.schedule.best_gain"] = min(gains), max(gains)
+        v[f"{kind}.schedule.mean_gain"] = float(np.mean(gains))
+        for n in CRITERION_SETS:
+            v[f"{n}.{kind}_minus_constant"] = v[f"{n}.{kind}.mse"] - v[f"{n}.{kind}_constant.mse"]
     v["holdout_gain.min"] = min(v[f"{n}.judged.mse"] - v[f"{n}.holdout_off.mse"]
                                 for n in CRITERION_SETS)
     v["holdout_gain.max"] = max(v[f"{n}.judged.mse"] - v[f"{n}.holdout_off.mse"]
@@ -1099,9 +1145,103 @@ def criterion(r: Runs) -> tuple[dict, str]:
         v[f"{name}.converged.behind_als"] = v[f"{name}.converged.mse"] - v[f"{name}.als.mse"]
     v["sets"] = len(CRITERION_SETS)
     v["table"] = table(rows, ["seed: users × items", "the judged line, three starts (worst − ALS)",
-                              "the same, `--holdout_off`", "linear (judged)",
+                              "the same at the constant rate (before)",
+                              "the judged line with `--holdout_off`",
+                              "the same at the constant rate (before)", "linear (judged)",
                               "VW `--lrq um8 --lrqdropout`", "ALS, tuned by CV"])
     return v, v["table"]
+
+
+SCHEDULE_CHOOSING = ("s101", "s102", "s501", "s502", "s503", "s504")
+SCHEDULE_SCORING = ("s601", "s602", "s603", "s604", "s605", "s606")
+SCHEDULE_CANDIDATES = {  # the latent rate in pass p (each with -l's 0.5)
+    "constant": CONSTANT,  # 0.03: the default before
+    "noise0.2": CONSTANT + ["--dyad_noise", "0.2"], "noise0.3": CONSTANT + ["--dyad_noise", "0.3"],
+    "warm1": ["--dyad_rate", "0.09", "--dyad_decay", "1", "--pass_warm", "3:1"],  # 0.09, then 0.03
+    "warm3": ["--dyad_rate", "0.09", "--dyad_decay", "1", "--pass_warm", "3:3"],
+    "rate0.045": ["--dyad_rate", "0.045", "--dyad_decay", "1"],
+    "r0.06d0.95": ["--dyad_rate", "0.06", "--dyad_decay", "0.95"],
+    "r0.09d0.93": []}  # 0.09 × 0.93^(p−1): the default now
+SCHEDULE_LINES = {"judged": JUDGED, "holdout_off": JUDGED + ["--holdout_off"]}
+WORSE_AT_MOST = 0.005  # a candidate worse than the constant rate by more in any cell is out
+
+
+def schedule(r: Runs) -> tuple[dict, str]:
+    """Issue 41: the latent rate's schedule.  Eight candidates on six choosing sets (the judged
+    line and the same with --holdout_off, three starts each); the lowest mean test MSE among
+    those never worse than the constant rate by more than 0.005 is chosen; it is scored against
+    the constant rate on six fresh sets of the choosing sets' shapes, with ALS tuned by CV."""
+    for name in SCHEDULE_CHOOSING:
+        for flags in SCHEDULE_CANDIDATES.values():
+            for line in SCHEDULE_LINES.values():
+                for start in STARTS:
+                    r.want("ours", name, line + flags + start)
+    for name in SCHEDULE_SCORING:
+        for flags in (CONSTANT, []):
+            for line in SCHEDULE_LINES.values():
+                for start in STARTS:
+                    r.want("ours", name, line + flags + start)
+        r.want("als", name, FINE_ALS)
+    r.run()
+    v, choose, score = {}, [], []
+
+    def mean(name, flags, line):
+        return float(np.mean([r.get("ours", name, line + flags + start)["mse"]
+                              for start in STARTS]))
+    means = {}
+    for label, flags in SCHEDULE_CANDIDATES.items():
+        cells = []
+        for name in SCHEDULE_CHOOSING:
+            for kind, line in SCHEDULE_LINES.items():
+                v[f"choose.{name}.{kind}.{label}"] = mean(name, flags, line)
+                cells.append(v[f"choose.{name}.{kind}.{label}"])
+        means[label] = float(np.mean(cells))
+        v[f"choose.{label}.mean"] = means[label]
+        v[f"choose.{label}.worst"] = max(
+            v[f"choose.{n}.{k}.{label}"] - v[f"choose.{n}.{k}.constant"]
+            for n in SCHEDULE_CHOOSING for k in SCHEDULE_LINES)
+        choose.append([label] + [f"{v[f'choose.{n}.{k}.{label}']:.4f}" for n in SCHEDULE_CHOOSING
+                                 for k in SCHEDULE_LINES]
+                      + [means[label], f"{v[f'choose.{label}.worst']:+.4f}"])
+    allowed = [label for label in SCHEDULE_CANDIDATES
+               if v[f"choose.{label}.worst"] <= WORSE_AT_MOST]
+    chosen = min(allowed, key=means.get)
+    v["chosen"] = chosen
+    v["chosen_is_default"] = int(SCHEDULE_CANDIDATES[chosen] == [])
+    for name in SCHEDULE_SCORING:
+        als = r.get("als", name, FINE_ALS)
+        v[f"{name}.als.mse"], v[f"{name}.als.rank"], v[f"{name}.als.lambda"] = (
+            als["mse"], als["rank"], als["lam"])
+        row = [name[1:]]
+        for kind, line in SCHEDULE_LINES.items():
+            for label, flags in (("constant", CONSTANT), ("default", [])):
+                runs = [r.get("ours", name, line + flags + start) for start in STARTS]
+                v[f"{name}.{kind}.{label}.mse"] = float(np.mean([x["mse"] for x in runs]))
+                v[f"{name}.{kind}.{label}.behind_als"] = v[f"{name}.{kind}.{label}.mse"] - als["mse"]
+                v[f"{name}.{kind}.{label}.passes"] = "/".join(str(x["passes"]) for x in runs)
+            v[f"{name}.{kind}.gain"] = (v[f"{name}.{kind}.constant.mse"]
+                                        - v[f"{name}.{kind}.default.mse"])
+            row += [v[f"{name}.{kind}.constant.mse"],
+                    f"{v[f'{name}.{kind}.default.mse']:.4f} ({v[f'{name}.{kind}.default.passes']})",
+                    f"{v[f'{name}.{kind}.gain']:+.4f}"]
+        score.append(row + [f"{als['mse']:.4f} (rank {als['rank']}, λ {als['lam']:g})"])
+    for kind in SCHEDULE_LINES:
+        gains = [v[f"{n}.{kind}.gain"] for n in SCHEDULE_SCORING]
+        v[f"{kind}.wins"] = sum(g > 0 for g in gains)
+        v[f"{kind}.worst_gain"], v[f"{kind}.best_gain"] = min(gains), max(gains)
+        v[f"{kind}.mean_gain"] = float(np.mean(gains))
+        for label in ("constant", "default"):
+            v[f"{kind}.{label}.within_0.01"] = sum(
+                v[f"{n}.{kind}.{label}.behind_als"] <= 0.01 for n in SCHEDULE_SCORING)
+    v["choose_table"] = table(choose, ["latent schedule"] + [f"{n[1:]} {k.replace('_', ' ')}"
+                                                             for n in SCHEDULE_CHOOSING
+                                                             for k in ("judged", "free")]
+                              + ["mean", "worst cell − constant"])
+    v["score_table"] = table(score, ["seed", "judged: constant", "judged: schedule (passes)",
+                                     "gain", "`--holdout_off`: constant",
+                                     "`--holdout_off`: schedule (passes)", "gain", "ALS"])
+    v["sets"] = len(SCHEDULE_SCORING)
+    return v, v["choose_table"] + "\n\n" + v["score_table"]
 
 
 def floors_of(r: Runs, name: str) -> dict:
@@ -1117,7 +1257,7 @@ def floors_of(r: Runs, name: str) -> dict:
 
 TABLES = {f.__name__: f for f in (seed7, million, penalties, size_rule, shapes, clipping, numbers,
                                   order, dropout, quantile, decay, gap302, gap302_remedy,
-                                  criterion)}
+                                  criterion, schedule)}
 
 
 def main() -> None:
