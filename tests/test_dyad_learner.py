@@ -961,23 +961,44 @@ def test_a_command_line_run_saves_the_decayed_rate_and_an_older_model_resumes_at
     assert ws.params[P_LATENT_RATE] == pytest.approx(0.03)
     ws.repeat_pass()
     assert ws.params[P_LATENT_RATE] == pytest.approx(0.027)
-    for name, bad, message in (("dyad_rate_scale", -1.0, "latent rate scale"),
+    with pytest.raises(OptionError, match="trained with --dyad_rate 0.09, not with 0.18"):
+        Workspace(["-i", str(model), "--dyad_rate", "0.18", "--quiet"])
+    for name, bad, message in (("dyad_rate_scale", -1.0, "latent rate scale -1.0"),
+                               ("dyad_rate_scale", "0.5", "latent rate scale '0.5'"),
+                               ("dyad_rate_scale", True, "latent rate scale True"),
+                               ("dyad_rate_scale", [0.5], r"latent rate scale \[0.5\]"),
+                               ("dyad_rate_scale", None, "latent rate scale None"),
                                ("dyad_rate", 0.0, "dyad_rate 0.0"),
+                               ("dyad_rate", 1e308, "dyad_rate 1e\\+308"),
+                               ("dyad_rate", None, "dyad_rate None"),
                                ("dyad_decay", "0.9", "dyad_decay '0.9'"),
+                               ("dyad_decay", 2.0, "dyad_decay 2.0"),
                                ("dyad_rate", float("nan"), "NaN")):
         broken = load_model(str(model))
         broken.state[name] = bad
         save_model(str(older), broken, "0")
         with pytest.raises(Exception, match=message):
             Workspace(["-i", str(older), "--quiet"])
+    broken = load_model(str(model))
+    del broken.state["dyad_decay"]  # half a schedule: no version writes that
+    save_model(str(older), broken, "0")
+    with pytest.raises(Exception, match="dyad_rate without the other half"):
+        Workspace(["-i", str(older), "--quiet"])
 
 
-@pytest.mark.parametrize("value", ["0", "-0.5", "inf", "nan"])
+@pytest.mark.parametrize("value", ["0", "-0.5", "inf", "nan", "1.5"])
 def test_dyad_decay_must_be_a_finite_positive_number(value):
     with pytest.raises(OptionError, match="--dyad_decay"):
         Workspace(f"--dyad um --rank 2 --dyad_decay {value} --quiet")
     with pytest.raises(OptionError, match="needs --dyad"):
         Workspace("--dyad_decay 0.9 --quiet")
+
+
+@pytest.mark.parametrize("value", ["0", "1e-12", "1e308", "nan", "150"])
+def test_dyad_rate_must_be_within_its_range(value):
+    """Beyond 100 × -l the latent flow overflows to NaN; below 1e-9 it learns nothing."""
+    with pytest.raises(OptionError, match="--dyad_rate"):
+        Workspace(f"--dyad um --rank 2 --dyad_rate {value} --quiet")
 
 
 def test_shards_learn_at_the_decayed_latent_rate(tmp_path):

@@ -25,6 +25,15 @@ def writable(state: dict) -> dict:
             else value for name, value in state.items()}
 
 
+def checked_schedule(path: str, name: str, value) -> float:
+    """A latent schedule's field of a model (rate, decay, or the scale the decay reached): a
+    number in the range the options allow, else a one-line error naming the file."""
+    top = dyad.MAX_LATENT_RATE if name == "dyad_rate" else 1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= top:
+        raise ModelError(f"{path}: malformed model ({name} {value!r})")
+    return float(value)
+
+
 class Configuration:
     """What a learner's options decide, checked: the update rule and its rates, the hashing, the
     reduction stack and the weight table's layout (a resumed model's).
@@ -173,22 +182,30 @@ class Configuration:
         return weights, state, self._params(model), touched
 
     def resume_schedule(self, settings: dict, model: ModelData) -> None:
-        """A resumed model learns on at the latent rate and decay it was trained with, where the
-        command line gives none: those it saved, or for a model saved before issue 41's schedule
-        (none saved) the constant rate that was the default then."""
+        """A resumed model learns on at the latent rate and decay it was trained with: those it
+        saved (another value on the command line is refused, as for the options a model keeps),
+        or for a model saved before issue 41's schedule (none saved) the constant rate that was
+        the default then.  Each stored field is checked as the options are."""
         o = self.options
+        stored = {}
+        for flag in ("dyad_rate", "dyad_decay"):
+            if flag in model.state:
+                stored[flag] = checked_schedule(o.initial_regressor, flag, model.state[flag])
+        if len(stored) == 1:
+            raise ModelError(f"{o.initial_regressor}: malformed model ({next(iter(stored))} "
+                             "without the other half of the latent schedule)")
         for name, flag, before in (("rate", "dyad_rate", dyad.PLAIN_RATE),
                                    ("decay", "dyad_decay", 1.0)):
-            value = model.state.get(flag)
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, float)) or not 0.0 < value < math.inf):
-                raise ModelError(f"{o.initial_regressor}: malformed model ({flag} {value!r})")
-            if getattr(o, flag) is not None:
-                continue
-            if value is not None:
-                settings[name] = float(value)
-            elif settings[name] == (dyad.RIDGE_RATE if name == "rate" else dyad.RIDGE_DECAY):
+            given = getattr(o, flag)
+            if flag in stored:
+                if given is not None and given != stored[flag]:
+                    raise OptionError(f"{o.initial_regressor}: the model was trained with "
+                                      f"--{flag} {stored[flag]:g}, not with {given:g}")
+                settings[name] = stored[flag]
+            elif given is None and settings[name] == (dyad.RIDGE_RATE if name == "rate"
+                                                      else dyad.RIDGE_DECAY):
                 settings[name] = before
+
     def _params(self, model: ModelData | None) -> np.ndarray:
         """The kernels' parameters (``gd.P_*``) as the options (and ``model``) set them."""
         o = self.options
@@ -212,10 +229,8 @@ class Configuration:
         # where it stopped (one saved before the option had none: 1)
         self.latent_scale = 1.0
         if settings and model is not None and "dyad_rate_scale" in model.state:
-            self.latent_scale = float(model.state["dyad_rate_scale"])
-            if not 0.0 < self.latent_scale < math.inf:
-                raise ModelError(f"{o.initial_regressor}: malformed model (latent rate scale "
-                                 f"{self.latent_scale:g})")
+            self.latent_scale = checked_schedule(o.initial_regressor, "latent rate scale",
+                                                 model.state["dyad_rate_scale"])
         params[gd.P_LATENT_RATE] = settings["rate"] * self.latent_scale if settings else 1.0
         params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF

@@ -88,6 +88,9 @@ COUNT_CAP = 255
 PLAIN_RATE = 0.03
 RIDGE_RATE = 0.09
 RIDGE_DECAY = 0.93
+# --dyad_rate's range (a fraction of -l; beyond it the flow overflows to NaN), --dyad_decay's is
+# (0, 1]: a rate that grows over passes is refused
+MIN_LATENT_RATE, MAX_LATENT_RATE = 1e-9, 100.0
 
 
 @kernel(inline="always")
@@ -178,6 +181,13 @@ def dyad_settings(options: Options) -> dict:
     if dropout and shifted:
         raise OptionError("--lrqdropout drops latent coordinates of the plain form p = a·b; "
                           "it cannot go with --dyad_shifted")
+    if options.dyad_rate is not None and not (MIN_LATENT_RATE <= options.dyad_rate
+                                              <= MAX_LATENT_RATE):
+        raise OptionError(f"option '--dyad_rate': {options.dyad_rate:g} must be between "
+                          f"{MIN_LATENT_RATE:g} and {MAX_LATENT_RATE:g}")
+    if options.dyad_decay is not None and not 0.0 < options.dyad_decay <= 1.0:
+        raise OptionError(f"option '--dyad_decay': {options.dyad_decay:g} must be a number "
+                          "above 0 and at most 1")
     for name, low in (("rate", 0.0), ("noise", 0.0), ("l2", 0.0), ("power_t", 0.0),
                       ("bias_l2", 0.0), ("row_l2", 0.0), ("decay", 0.0)):
         value = chosen[name]
