@@ -994,6 +994,23 @@ def test_dyad_decay_must_be_a_finite_positive_number(value):
         Workspace("--dyad_decay 0.9 --quiet")
 
 
+def test_a_steep_decay_stops_at_the_lowest_rate_and_writes_a_model_that_loads(tmp_path):
+    """--dyad_decay 1e-200 would take the latent rate to 0 in two passes (the flow then gives
+    NaN): the decayed rate stops at --dyad_rate's lower bound, and the model loads."""
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
+                            for u in range(12) for m in range(0, 30, 3)))
+    model = tmp_path / "m.pvw"
+    _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2", "--passes",
+                                  "4", "--holdout_off", "-c", "-f", str(model),
+                                  "--dyad_decay", "1e-200"])
+    assert code == 0, err
+    assert math.isfinite(float(err.split("average loss = ")[1].split()[0]))
+    ws = Workspace(["-i", str(model), "--quiet"])
+    assert ws.params[P_LATENT_RATE] == pytest.approx(1e-9)
+
+
 @pytest.mark.parametrize("value", ["0", "1e-12", "1e308", "nan", "150"])
 def test_dyad_rate_must_be_within_its_range(value):
     """Beyond 100 × -l the latent flow overflows to NaN; below 1e-9 it learns nothing."""

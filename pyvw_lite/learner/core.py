@@ -18,7 +18,7 @@ from ..learners import gd
 from ..learners.losses import LOGISTIC
 from ..options import Options, options_from
 from ..reductions import interactions as interactions_mod
-from ..reductions.dyad import dyadic_hmin_examples
+from ..reductions.dyad import MIN_LATENT_RATE, dyadic_hmin_examples
 from ..reductions.multiclass import UNLABELLED
 from ..reductions.scorer import logistic
 from .checks import ExampleChecks
@@ -333,8 +333,11 @@ class Learner:
             self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
 
     def set_latent_scale(self, scale: float) -> None:
-        """Learn latent vectors at ``scale`` × their rate (``--dyad_rate``) from now on."""
-        self.latent_scale = float(scale)
+        """Learn latent vectors at ``scale`` × their rate (``--dyad_rate``) from now on; the
+        decayed rate stops at ``--dyad_rate``'s lower bound (a rate of 0 would make the flow
+        NaN)."""
+        floor = MIN_LATENT_RATE / self.dyadic.settings["rate"]
+        self.latent_scale = max(float(scale), min(floor, 1.0))
         self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
     def learn(self, examples) -> np.ndarray:
