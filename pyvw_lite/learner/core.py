@@ -333,10 +333,8 @@ class Learner:
             self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
 
     def set_latent_scale(self, scale: float) -> None:
-        """Learn latent vectors at ``scale`` × their rate (``--dyad_rate``) from now on; the
-        decayed rate stops at ``--dyad_rate``'s lower bound (a rate of 0 would make the flow
-        NaN)."""
-        floor = MIN_LATENT_RATE / self.dyadic.settings["rate"]
+        """Learn latent vectors at ``scale`` × ``--dyad_rate``, at least its lower bound."""
+        floor = MIN_LATENT_RATE / self.dyadic.settings["rate"]  # a rate of 0 makes the flow NaN
         self.latent_scale = max(float(scale), min(floor, 1.0))
         self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
