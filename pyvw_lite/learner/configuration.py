@@ -28,8 +28,8 @@ def writable(state: dict) -> dict:
 def checked_schedule(path: str, name: str, value) -> float:
     """A latent schedule's field of a model (rate, decay, or the scale the decay reached): a
     number in the range the options allow, else a one-line error naming the file."""
-    top = dyad.MAX_LATENT_RATE if name == "dyad_rate" else 1.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= top:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not dyad.in_schedule_range(
+            "rate" if name == "dyad_rate" else "decay", value):
         raise ModelError(f"{path}: malformed model ({name} {value!r})")
     return float(value)
 
