@@ -8,19 +8,18 @@ the repository (skipped elsewhere, as in test_crowd_default.py).
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from crowd_shared import SHARED, present
 from pyvw_lite.crowd import kernels
 from pyvw_lite.crowd.batch import batch_em
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
 from pyvw_lite.crowd.online import run_online
 from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "crowd"
-SETS = sorted(p.name for p in SHARED.iterdir()) if SHARED.is_dir() else []
+SETS = present()
 PASSES = 10
 # batch minus online accuracy at 10 passes, measured 2026-11-27 (docs/crowd.md)
 GAPS = {"slr_loneliness": 0.0200, "nyt_relevance_3p": -0.0167}
