@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 
 from .._version import __version__
 from ..options import OptionError, help_rows
@@ -49,6 +51,16 @@ def _help() -> str:
               "  pyvw-lite -d test.vw -t -i model.pvw -p predictions.txt",
               "  pyvw-lite -d train.vw -c --passes 5 -b 24 -q rt"]
     return "\n".join(lines) + "\n"
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it stops as after Ctrl-C: temporary files
+    removed, old outputs kept, one line (exit status 143, 128 + SIGTERM, as the shell reports
+    a process SIGTERM ended)."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -95,12 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--quiet" in argv:  # nothing but errors: no word on compiling either
         os.environ["PYVW_LITE_QUIET_COMPILE"] = "1"
+    previous = signal.signal(signal.SIGTERM, _terminated) \
+        if threading.current_thread() is threading.main_thread() else None
     try:
         code = _dispatch(argv)
     except BrokenPipeError:
         return _reader_went_away()
     except MemoryError as exc:  # any command: one line, never a traceback
         return _fail(f"out of memory ({exc or 'an allocation failed'})")
+    except Terminated:
+        return _fail("terminated", 128 + signal.SIGTERM)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if "pyvw_lite.jit" in sys.modules:  # kernels were used: say how long compiling took
         sys.modules["pyvw_lite.jit"].report_compile()
     return code

@@ -25,6 +25,7 @@ is run again after a lost worker gives the same model.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -225,6 +226,20 @@ def parsed_pieces(shard: dict, workspace) -> list:
     return shard["parsed"]
 
 
+def shard_text_digest(shard: dict) -> str:
+    """SHA-256 (hex) of a shard's text: its lines of the file, or the pieces it was sent ("" when
+    neither is at hand: a cache then matches no text)."""
+    if "path" in shard:
+        return LineChunks(shard["path"], byte_range=(shard["start"], shard["end"],
+                                                     shard["first_line"])).text_digest()
+    if "pieces" not in shard:
+        return ""
+    digest = hashlib.sha256()
+    for data, _ in shard["pieces"]:
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def cached_batches(shard: dict, workspace, timings: dict):
     """The shard's ``(batch, rows)`` streamed through its own cache file (``shard["cache"]``):
     read from it when it is current, else parsed chunk by chunk from the shard's lines and
@@ -233,7 +248,8 @@ def cached_batches(shard: dict, workspace, timings: dict):
     if reader is None and not shard.get("rebuild"):
         settings, reader = cache_io.open_cache(shard["cache"]) \
             if os.path.exists(shard["cache"]) else (None, None)
-        if reader is not None and settings != shard["cache_settings"]:
+        if reader is not None and not cache_io.stands_for(settings, shard["cache_settings"],
+                                                          lambda: shard_text_digest(shard)):
             reader.close()
             reader = None
     if reader is not None:
@@ -241,9 +257,11 @@ def cached_batches(shard: dict, workspace, timings: dict):
         for batch in prefetch(iter(reader)):  # the next block is read while this one learns
             yield batch, workspace.prepare_cached(batch)
         return
+    source = None
     if "path" in shard:
-        chunks = iter(LineChunks(shard["path"], chunk_bytes=STREAM_CHUNK_BYTES,
-                                 byte_range=(shard["start"], shard["end"], shard["first_line"])))
+        source = LineChunks(shard["path"], chunk_bytes=STREAM_CHUNK_BYTES,
+                            byte_range=(shard["start"], shard["end"], shard["first_line"]))
+        chunks = iter(source)
     else:
         chunks = ((buf, *split_lines(buf, final=True)[:2], first) for buf, first in
                   ((np.frombuffer(data, dtype=np.uint8), first) for data, first in shard["pieces"]))
@@ -261,7 +279,8 @@ def cached_batches(shard: dict, workspace, timings: dict):
         done = True
     finally:
         if done:
-            shard["reader"] = writer.close()
+            shard["reader"] = writer.close(source.text_digest() if source is not None
+                                           else shard_text_digest(shard))
             shard.pop("rebuild", None)
             shard.pop("pieces", None)
         else:
@@ -599,6 +618,5 @@ class ShardedDriver(Driver):
             if cache_path is not None:
                 with contextlib.suppress(Exception):  # a lost worker has nothing left to close
                     executor.map(release_shard, handles, [()] * len(handles))
-        self.close_writers(contexts, failed=False)
-        self.finish(passes_used, early_stopped)
+        self.publish(contexts, passes_used, early_stopped)
         return 0

@@ -2,15 +2,19 @@
 
 A reader never sees a half-written model or predictions file, and a failed run leaves the old
 file in place.  Targets that are not regular files (``/dev/stdout``, a pipe) are written directly.
+Inside :func:`published_together` the files are renamed together at the end, so an interrupted
+run leaves all of its new outputs or none.  A write that fails (a full disk) names its file.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import stat
 import sys
 import tempfile
+import threading
 
 
 def _is_special(path: str) -> bool:
@@ -192,8 +196,116 @@ def temporary_beside(path: str) -> tuple[int, str]:
     return fd, temporary
 
 
+def named_error(exc: OSError, path: str) -> OSError:
+    """``exc`` naming ``path`` when it names no file (a full disk says "No space left on
+    device" and nothing more)."""
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, path)
+
+
+class NamedWriter:
+    """A file being written whose write errors name its target (the rest is the file's)."""
+
+    def __init__(self, handle, path: str):
+        self._handle = handle
+        self._path = path
+
+    def write(self, data):
+        try:
+            return self._handle.write(data)
+        except OSError as exc:
+            raise named_error(exc, self._path) from None
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._handle.flush()
+        except OSError as exc:
+            raise named_error(exc, self._path) from None
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __iter__(self):
+        return iter(self._handle)
+
+
+# (temporary, target) pairs written inside published_together(), renamed at its end
+_pending: list[tuple[str, str]] | None = None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C and SIGTERM wait until the block is done (then they act as they would have);
+    only the main thread can hold them, so elsewhere nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {number: signal.signal(number, lambda n, _frame: caught.append(n))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
+@contextlib.contextmanager
+def published_together():
+    """The atomic writes inside the block are renamed into place together when it ends, with
+    Ctrl-C and SIGTERM held for those few renames: a run stopped before then leaves its old
+    outputs, never a new ``-f`` beside an old ``-p``.  An exception discards them all.  Nested
+    blocks publish with the outermost."""
+    global _pending
+    if _pending is not None:
+        yield
+        return
+    _pending = []
+    try:
+        yield
+    except BaseException:
+        pending, _pending = _pending, None
+        for temporary, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise
+    pending, _pending = _pending, None
+    with _signals_held():
+        for k, (temporary, path) in enumerate(pending):
+            try:
+                os.replace(temporary, path)
+            except OSError as exc:
+                for left, _ in pending[k:]:
+                    with contextlib.suppress(OSError):
+                        os.unlink(left)
+                raise named_error(exc, path) from None
+
+
+def _publish(temporary: str, path: str) -> None:
+    """Rename a complete temporary file onto its target, now or with its group."""
+    if _pending is None:
+        os.replace(temporary, path)
+        return
+    for k, (earlier, target) in enumerate(_pending):
+        if target == path:  # written twice in one group: the last one counts
+            with contextlib.suppress(OSError):
+                os.unlink(earlier)
+            del _pending[k]
+            break
+    _pending.append((temporary, path))
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, binary: bool = True):
+    """A handle on a temporary file beside ``path``, renamed onto it when the block ends (or
+    with the group of :func:`published_together`); removed if the block fails."""
     if path == "-" or _is_special(path):
         inherited = _inherited_descriptor(path)
         mode = "wb" if binary else "w"
@@ -206,18 +318,30 @@ def atomic_write(path: str, binary: bool = True):
         else:
             handle = open(path, mode)
         try:
-            yield handle
-        finally:
+            yield NamedWriter(handle, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                handle.close()
+            raise
+        try:
             handle.close()
+        except OSError as exc:
+            raise named_error(exc, path) from None
         return
     fd, temporary = temporary_beside(path)
+    handle = os.fdopen(fd, "wb" if binary else "w")
     try:
-        with os.fdopen(fd, "wb" if binary else "w") as handle:
-            yield handle
+        yield NamedWriter(handle, path)  # its write errors name the file already
+        try:
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+            handle.close()
+            _publish(temporary, path)
+        except OSError as exc:
+            raise named_error(exc, path) from None
     except BaseException:
+        with contextlib.suppress(OSError):
+            handle.close()
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise

@@ -2,8 +2,9 @@
 
 A cache holds the parser's output block by block in a compact columnar form: later passes (and
 later runs) skip tokenising and hashing entirely.  Hashes are stored unmasked, so one cache
-serves every ``-b``; the header records what the hashes depend on (seed, ``--hash`` mode) and
-the source file's size and time, and a cache that does not match is rebuilt.
+serves every ``-b``; the header records what the hashes depend on (seed, ``--hash`` mode), the
+source file's size and time and the SHA-256 of its text, and a cache that does not match is
+rebuilt.
 
 A cache is checked, never trusted: the header and every block carry a CRC-32, a footer counts
 the blocks and examples, and every count is checked against the bytes it describes, so a
@@ -46,7 +47,7 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from .atomic import temporary_beside
+from .atomic import named_error, temporary_beside
 from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_END, LAB_START,
                       NLABEL, OK, SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART,
                       SEG_NAME_END, SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
@@ -54,7 +55,9 @@ from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, LAB_
 
 MAGIC = b"PYVW-LITE CACHE\n"
 SUFFIX = ".pvwcache"  # -c's cache is DATA.pvwcache: VW's own -c cache is DATA.cache
-FORMAT = 4  # 4: CRC-32 on the header and every block, a footer; 3: unusable weights kept
+FORMAT = 5  # 5: the text's SHA-256; 4: CRC-32 on the header and every block, a footer
+TEXT = "text"  # the header's key of the SHA-256 of the text the cache was made from
+_NO_TEXT = "0" * 64  # its placeholder until the text has been read to its end
 _BLOCK = struct.Struct("<qqqqq")
 _TOKEN_BREAKS = np.frombuffer(b" \t\n|", dtype=np.uint8)
 _CRC = struct.Struct("<I")
@@ -84,6 +87,16 @@ def gather_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     return buf[index], new_starts
 
 
+def stands_for(settings: dict | None, wanted: dict, text_digest) -> bool:
+    """Whether a cache whose header holds ``settings`` stands for the text now: made under the
+    ``wanted`` settings, from the text whose SHA-256 ``text_digest()`` gives (read only when
+    everything else matches; ``text_digest`` None: not checked, as for standard input).  A
+    file of the same size and time that holds other text (``cp -p``) has another digest."""
+    if settings is None or {k: v for k, v in settings.items() if k != TEXT} != wanted:
+        return False
+    return text_digest is None or settings.get(TEXT) == text_digest()
+
+
 def source_signature(path: str | None) -> dict:
     if path in (None, "-"):
         return {}
@@ -103,14 +116,26 @@ class CacheWriter:
         self.path = path
         fd, self._temporary = temporary_beside(path)
         self._handle: BinaryIO = os.fdopen(fd, "w+b")
-        header = json.dumps({"format": FORMAT, **settings}, sort_keys=True).encode("utf-8")
-        self._handle.write(MAGIC + struct.pack("<I", len(header)) + header
-                           + _CRC.pack(zlib.crc32(header)))
+        # the text's digest is known at the end: a placeholder of its length until then
+        self._header = json.dumps({"format": FORMAT, **settings, TEXT: _NO_TEXT},
+                                  sort_keys=True).encode("utf-8")
         self._examples = self._blocks = 0
+        self._write(MAGIC + struct.pack("<I", len(self._header)) + self._header
+                    + _CRC.pack(zlib.crc32(self._header)))
+
+    def _write(self, data: bytes) -> None:
+        """Write to the temporary file; a failure (a full disk) removes it and names the cache."""
+        try:
+            self._handle.write(data)
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError):
+                raise named_error(exc, self.path) from None
+            raise
 
     def _write_block(self, head: tuple, body: bytes) -> None:
         packed = _BLOCK.pack(*head, len(body))
-        self._handle.write(packed + body + _CRC.pack(zlib.crc32(body, zlib.crc32(packed))))
+        self._write(packed + body + _CRC.pack(zlib.crc32(body, zlib.crc32(packed))))
 
     def write(self, batch: ParsedBatch, rows: np.ndarray, keep_label_text: bool = False) -> None:
         """Cache the example ``rows`` of a batch, in order."""
@@ -152,17 +177,36 @@ class CacheWriter:
         self._examples += rows.size
         self._blocks += 1
 
-    def close(self) -> "CacheReader":
-        """Finish the file, put it in place, and return a reader on it (the same open file)."""
+    def close(self, text_digest: str) -> "CacheReader":
+        """Finish the file with ``text_digest`` (the SHA-256, hex, of the text its examples
+        were read from; "" when unknown: the cache then matches no text) in its header, put it
+        in place, and return a reader on it (the same open file)."""
         packed = _BLOCK.pack(-1, self._examples, self._blocks, 0, 0)
-        self._handle.write(packed + _CRC.pack(zlib.crc32(packed)))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        os.replace(self._temporary, self.path)
+        self._write(packed + _CRC.pack(zlib.crc32(packed)))
+        placeholder = f'"{TEXT}": "{_NO_TEXT}"'.encode()
+        text_digest = text_digest or _NO_TEXT
+        if not re.fullmatch(r"[0-9a-f]{64}", text_digest):
+            raise ValueError(f"not a SHA-256 in hex: {text_digest!r}")
+        header = self._header.replace(placeholder, f'"{TEXT}": "{text_digest}"'.encode(), 1)
+        try:
+            self._handle.seek(len(MAGIC) + 4)
+            self._handle.write(header + _CRC.pack(zlib.crc32(header)))
+            self._handle.seek(0, os.SEEK_END)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            os.replace(self._temporary, self.path)
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError):
+                raise named_error(exc, self.path) from None
+            raise
         return CacheReader(self.path, handle=self._handle)
 
     def abort(self) -> None:
-        self._handle.close()
+        """Close and remove the temporary file (closing may fail on a full disk: it goes
+        anyway)."""
+        with contextlib.suppress(OSError):
+            self._handle.close()
         with contextlib.suppress(OSError):
             os.unlink(self._temporary)
 

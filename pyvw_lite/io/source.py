@@ -1,6 +1,7 @@
 """Byte sources read in chunks of whole lines: plain files, ``.gz`` files and standard input."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -214,6 +215,9 @@ class LineChunks:
     A damaged ``.gz`` file gives the lines before the damage; an unterminated last line there is
     dropped (it may be cut mid-example), and ``damaged`` gets a message naming the file and the
     last line read (without it, the message is raised as a ValueError).
+
+    The text read is digested on the way (SHA-256, :meth:`text_digest`): a cache made from it
+    records what it stands for.
     """
 
     def __init__(self, path: str | None, chunk_bytes: int = CHUNK_BYTES,
@@ -233,6 +237,8 @@ class LineChunks:
         self.first_bytes = min(first_bytes, chunk_bytes)
         self.bytes_read = 0
         self.total_bytes = None
+        self._digest = hashlib.sha256()
+        self.reached_end = False  # the last iteration read the text to its end
         if path not in (None, "-"):
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path}: no such file")
@@ -264,15 +270,41 @@ class LineChunks:
             return GzipReader(stream, owned=owned, bounded=self.bounded), True
         return stream, owned
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    def _open_text(self):
+        """(stream, whether to close it, bytes left or None, first line number)."""
         if self.byte_range is not None:
             start, end, line_no = self.byte_range
-            handle, owned = open(self.path, "rb", buffering=0), True
+            handle = open(self.path, "rb", buffering=0)
             handle.seek(start)
-            left = end - start
-        else:
-            handle, owned = self._open()
-            line_no, left = 1, None
+            return handle, True, end - start, line_no
+        return (*self._open(), None, 1)
+
+    def text_digest(self) -> str:
+        """SHA-256 (hex) of the text: of what the last iteration read when it read to the end,
+        else of the text read afresh now (a .gz decompressed, up to any damage); "" when that
+        cannot be known (standard input or a pipe not read to the end: it cannot be read
+        again)."""
+        if self.reached_end:
+            return self._digest.hexdigest()
+        if self.total_bytes is None:
+            return ""
+        digest = hashlib.sha256()
+        handle, owned, left, _ = self._open_text()
+        try:
+            while left is None or left > 0:
+                block = handle.read(1 << 20 if left is None else min(1 << 20, left))
+                if not block:
+                    break
+                digest.update(block)
+                left = None if left is None else left - len(block)
+        finally:
+            if owned:
+                handle.close()
+        return digest.hexdigest()
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+        handle, owned, left, line_no = self._open_text()
+        self._digest, self.reached_end = hashlib.sha256(), False
         compressed = handle if isinstance(handle, GzipReader) else None
         try:
             carry = b""
@@ -284,6 +316,7 @@ class LineChunks:
                     raise GzipBomb(f"{self.name}: {exc}") from None
                 if left is not None:
                     left -= len(block)
+                self._digest.update(block)
                 size = min(2 * size, self.chunk_bytes)
                 if block:
                     # progress counts file bytes: compressed ones for a .gz
@@ -306,6 +339,7 @@ class LineChunks:
                     raise ValueError(f"{self.name}:{line_no}: a line longer than "
                                      f"{MAX_LINE_BYTES >> 20} MiB (no newline in the data?)")
                 if final:
+                    self.reached_end = True
                     break
         finally:
             if owned:

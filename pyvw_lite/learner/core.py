@@ -24,6 +24,7 @@ from ..reductions.scorer import logistic
 from .checks import ExampleChecks
 from .configuration import Configuration, writable
 from .model_options import resumed_options
+from .outputs import check_outputs
 
 
 def one_line(examples, results: np.ndarray) -> bool:
@@ -41,6 +42,7 @@ def read_options(args: str | Sequence[str] | Options | None = None, *,
             raise TypeError("give the command line once: args or arg_str")
         args = arg_str
     options = options_from(args, **keywords)
+    check_outputs(options)  # before the model is read: no output may name an input
     return options, load_model(options.initial_regressor) if options.initial_regressor else None
 
 

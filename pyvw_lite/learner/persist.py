@@ -10,6 +10,7 @@ from .._version import __version__
 from ..io.atomic import atomic_write
 from ..io.model_io import ModelData, save_model, text_header
 from ..learners import gd
+from .outputs import check_output, check_outputs
 
 
 def model_data(learner, predict_only: bool | None = None) -> ModelData:
@@ -52,7 +53,9 @@ def _model_data(learner, predict_only: bool | None) -> ModelData:
 
 
 def save(learner, path: str, predict_only: bool | None = None) -> None:
-    """Write the model to ``path`` atomically."""
+    """Write the model to ``path`` atomically; it may be the ``-i`` model (continued and saved
+    back), never the data."""
+    check_output(learner.options, "-f", path)
     save_model(path, model_data(learner, predict_only), __version__)
 
 
@@ -62,6 +65,7 @@ def finish(learner) -> None:
     if learner.options.invert_hash:
         raise ValueError("--invert_hash needs the feature names of a command-line run "
                          "(pyvw-lite -d ...); from Python use write_readable_model")
+    check_outputs(learner.options)  # as a run does at its start: no output over an input
     if learner.options.final_regressor:
         save(learner, learner.options.final_regressor)
     if learner.options.readable_model:
@@ -69,7 +73,9 @@ def finish(learner) -> None:
 
 
 def write_readable_model(learner, path: str) -> None:
-    """Write VW's --readable_model text of the learner to ``path`` atomically."""
+    """Write VW's --readable_model text of the learner to ``path`` atomically; it may not be
+    an input (the ``-i`` model, the data)."""
+    check_output(learner.options, "--readable_model", path)
     with learner.synced_weights():
         _write_readable_model(learner, path)
 

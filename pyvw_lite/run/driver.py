@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from ..io import cache as cache_io
-from ..io.atomic import atomic_write, same_stream
+from ..io.atomic import atomic_write, published_together, same_stream
 from ..io.progress import LiveBar, ProgressTable, use_live_bar
 from ..io.source import LineChunks, gzip_damage, prefetch
 from ..io.vw_text import (LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, format_prediction,
@@ -239,8 +239,8 @@ class Driver:
                     self.process_batch(batch, rows, writers)
                     if bar is not None:
                         bar.update(tracker.bytes_read)
-                if cache_writer is not None:
-                    cache_reader = cache_writer.close()  # later passes read this very file
+                if cache_writer is not None:  # later passes read this very file
+                    cache_reader = cache_writer.close(text_source.text_digest())
                     cache_writer = None
                 passes_used += 1
                 if self.end_pass(pass_index):
@@ -257,11 +257,17 @@ class Driver:
             raise
         if cache_reader is not None:
             cache_reader.close()
-        self.close_writers(contexts, failed=False)
         if bar is not None:
             bar.stop()
-        self.finish(passes_used, early_stopped)
+        self.publish(contexts, passes_used, early_stopped)
         return 0
+
+    def publish(self, contexts, passes_used: int, early_stopped: bool) -> None:
+        """Close -p/-r and write the end-of-run files (:meth:`finish`), all renamed into place
+        together: a run stopped before then keeps its old outputs, all of them."""
+        with published_together():
+            self.close_writers(contexts, failed=False)
+            self.finish(passes_used, early_stopped)
 
     def open_writers(self):
         """Atomic writers of -p (0) and -r (1): (contexts, [(handle, which)])."""
@@ -274,12 +280,19 @@ class Driver:
 
     @staticmethod
     def close_writers(contexts, failed: bool) -> None:
-        """Publish the prediction files, or discard them when the run failed."""
+        """Publish the prediction files, or discard them when the run failed (all of them
+        when one cannot be written)."""
+        error = None
         for context in contexts:
-            if failed:
+            if failed or error is not None:
                 context.__exit__(RuntimeError, RuntimeError("aborted"), None)
-            else:
+                continue
+            try:
                 context.__exit__(None, None, None)
+            except BaseException as exc:  # noqa: B036 - the others are discarded, then it is raised
+                error = exc
+        if error is not None:
+            raise error
 
     def end_pass(self, pass_index: int) -> bool:
         """Close a pass (holdout bookkeeping, best-model save, learning-rate decay); True when

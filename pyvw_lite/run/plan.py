@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from ..io import cache as cache_io
-from ..io.atomic import check_paths
-from ..io.source import is_regular_file
+from ..io.source import LineChunks
+from ..learner import outputs
 from ..learner.checks import ParseError
 from ..options import OptionError, Options
 
@@ -46,9 +46,11 @@ class RunPlan:
             return path, None
         settings, reader = cache_io.open_cache(path)
         wanted = self.cache_settings()
-        if settings is not None and o.data in (None, "-"):
+        stdin = o.data in (None, "-")
+        if settings is not None and stdin:
             settings = {**settings, "source": wanted["source"]}
-        if reader is None or settings != wanted:
+        text = None if stdin else lambda: LineChunks(o.data).text_digest()
+        if reader is None or not cache_io.stands_for(settings, wanted, text):
             if reader is not None:
                 reader.close()
             if settings is None:
@@ -62,18 +64,8 @@ class RunPlan:
         return path, reader
 
     def cache_path(self) -> str | None:
-        """``--cache_file``, or with ``-c`` the data file's name plus ``.pvwcache`` (VW's
-        ``.cache`` holds VW's own format)."""
-        o = self.o
-        if o.cache_file is None and o.cache:
-            if o.data in (None, "-"):
-                raise OptionError("option '--cache': reading standard input needs "
-                                  "--cache_file FILE")
-            if os.path.exists(o.data) and not is_regular_file(o.data):
-                raise OptionError(f"option '--cache': {o.data} is a pipe or device, so the cache "
-                                  "cannot go next to it; name one with --cache_file FILE")
-            return o.data + cache_io.SUFFIX
-        return o.cache_file
+        """The cache this run reads or writes (:func:`pyvw_lite.learner.outputs.cache_path`)."""
+        return outputs.cache_path(self.o)
 
     def damaged_input(self, message: str) -> None:
         """A damaged .gz data file: its readable lines are learned, the rest is reported (or
@@ -83,21 +75,9 @@ class RunPlan:
         self.ws.log(f"[warning] {message}")
 
     def check_outputs(self, caches: list[str] | None = None) -> None:
-        """Every output can be written, and none is the data file or another output (a cache
-        counts as an output: it is written whenever it is not current).  ``caches``: the cache
-        files the run writes, when not the one cache (the shards' own under --executor)."""
-        o = self.o
-        if caches is None:
-            caches = [o.cache_file if o.data in (None, "-") else self.cache_path()]
-        per_pass = [("--save_per_pass", f"{o.final_regressor}.{k + 1}")
-                    for k in range(o.passes)] if o.save_per_pass and o.final_regressor else []
-        check_paths([("-d", o.data or "-"), ("-i", o.initial_regressor)],
-                    [("-f", o.final_regressor), ("-p", o.predictions),
-                     ("-r", o.raw_predictions), ("--readable_model", o.readable_model),
-                     ("--invert_hash", o.invert_hash)]
-                    + [("--cache_file", cache) for cache in caches] + per_pass,
-                    reusable=("--cache_file",),
-                    may_replace=(("-f", "-i"), ("--save_per_pass", "-i")))
+        """Every output can be written, and none is an input or another output
+        (:func:`pyvw_lite.learner.outputs.check_outputs`, as every entry point checks them)."""
+        outputs.check_outputs(self.o, caches, run=True)
 
     def cache_settings(self) -> dict:
         """What a cache must have been written under to stand for the data now: the source,

@@ -1,0 +1,150 @@
+"""Outputs, caches, signals and messages (docs/security.md): one output check for every entry
+point, caches bound to their text, bench arguments, messages that name their file, crowd gold
+that must match, SIGTERM handled as Ctrl-C."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import run_workspace
+from pyvw_lite.cli.main import main
+from pyvw_lite.workspace import Workspace
+
+LINES = "".join(f"{1 if i % 3 else -1} |a x{i % 7} y{i % 5} |b z{i % 4}\n" for i in range(60))
+
+
+@pytest.fixture
+def model(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    model = tmp_path / "m.pvw"
+    _, _, code = run_workspace(["-d", str(data), "-b", "10", "-f", str(model), "--quiet"])
+    assert code == 0
+    return data, model
+
+
+def _names(tmp_path, model):
+    """The -i model named as a path, ./relative, a symlink, a hard link and /dev/fd/N."""
+    os.symlink(model, tmp_path / "link.pvw")
+    os.link(model, tmp_path / "hard.pvw")
+    fd = os.open(model, os.O_RDONLY)
+    return [str(model), os.path.relpath(model), str(tmp_path / "link.pvw"),
+            str(tmp_path / "hard.pvw"), f"/dev/fd/{fd}"], fd
+
+
+@pytest.mark.parametrize("flag", ["--readable_model", "--invert_hash", "-p", "-r",
+                                  "--cache_file"])
+def test_the_python_api_never_writes_over_the_model_it_loaded(model, tmp_path, flag,
+                                                              monkeypatch):
+    """Python API replaced the -i model with a text dump
+    (``Workspace("-i m.pvw --readable_model m.pvw").finish()``); the check ran on run() only."""
+    data, path = model
+    monkeypatch.chdir(tmp_path)
+    before = path.read_bytes()
+    names, fd = _names(tmp_path, path)
+    try:
+        for name in names:
+            with pytest.raises(ValueError, match="is the -i file"):
+                Workspace(["-i", str(path), "--quiet", flag, name]).finish()
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == before
+
+
+def test_every_python_write_passes_the_same_check(model, tmp_path):
+    """write_readable_model, save and finish refuse an input however it is named; -f may
+    replace the -i model (continue and save back), the data never."""
+    data, path = model
+    before = path.read_bytes()
+    ws = Workspace(["-i", str(path), "-d", str(data), "--quiet"])
+    names, fd = _names(tmp_path, path)
+    try:
+        for name in names:
+            with pytest.raises(ValueError, match="is the -i file"):
+                ws.write_readable_model(name)
+        assert path.read_bytes() == before
+        with pytest.raises(ValueError, match="is the -d file"):
+            ws.save(str(data))
+        with pytest.raises(ValueError, match="is the -d file"):
+            Workspace(["-d", str(data), "--quiet", "-p", str(data)])
+        per_pass = tmp_path / "n.pvw.2"  # what -f n.pvw --save_per_pass writes after pass 2
+        per_pass.write_text(LINES)
+        with pytest.raises(ValueError, match="--save_per_pass .* is the -d file"):
+            Workspace(["-d", str(per_pass), "--quiet", "-f", str(tmp_path / "n.pvw"),
+                       "--save_per_pass", "-c", "--passes", "2"])
+    finally:
+        os.close(fd)
+    assert data.read_text() == LINES
+    ws.save(str(path))  # continue the model and save it back, as -f may
+    Workspace(["-i", str(path), "-f", str(path), "--quiet"]).finish()
+    assert Workspace(["-i", str(path), "--quiet"]).predict("|a x1") == pytest.approx(
+        Workspace(["-i", str(tmp_path / "hard.pvw"), "--quiet"]).predict("|a x1"))
+
+
+def test_the_estimators_and_online_learner_share_the_check(model, tmp_path):
+    """The scikit-learn estimators and the online learner build their learner through the
+    same Workspace: an output over the model they read is refused there too."""
+    from pyvw_lite.api.online import OnlineLearner
+    _, path = model
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="is the -i file"):
+        OnlineLearner(f"-i {path} --readable_model {path}")
+    learner = OnlineLearner(f"-i {path}")
+    learner.save(str(path))  # a model back over the model: allowed
+    assert path.read_bytes()[:4] == before[:4]
+
+
+# ---------------------------------------------------------------------------------- caches
+def _same_size_other_text(tmp_path):
+    """a.vw and b.vw: lines of one width (so shards cut both alike), other examples, b given
+    a's time (``cp -p``, ``tar x``, ``rsync -t``)."""
+    rng = np.random.default_rng(5)
+    a = "".join(f"{rng.integers(2)} |a x{rng.integers(9)} y{rng.integers(9)}\n"
+                for _ in range(400))
+    b = "".join(f"{i % 2} |a x{(i * 7) % 9} y{(i * 3) % 9}\n" for i in range(400))
+    (tmp_path / "a.vw").write_text(a)
+    (tmp_path / "b.vw").write_text(b)
+    assert len(a) == len(b) and a != b
+    stat = os.stat(tmp_path / "a.vw")
+    os.utime(tmp_path / "b.vw", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return tmp_path / "a.vw", tmp_path / "b.vw"
+
+
+def test_a_cache_is_never_reused_for_other_text_of_the_same_size_and_time(tmp_path, capsys):
+    """A cache's signature was {size, mtime_ns}: a same-size file copied with its time made a
+    run learn the other file's examples (its -p byte-identical to the other's)."""
+    a, b = _same_size_other_text(tmp_path)
+    cache = tmp_path / "c.pvwcache"
+    assert main(["-d", str(a), "--cache_file", str(cache), "-p", str(tmp_path / "pa"),
+                 "--quiet"]) == 0
+    assert main(["-d", str(b), "--cache_file", str(cache), "-p", str(tmp_path / "pb")]) == 0
+    out = capsys.readouterr().out
+    assert "was made from other data or options; rebuilding it" in out
+    assert main(["-d", str(b), "-p", str(tmp_path / "pb_text"), "--quiet"]) == 0
+    assert (tmp_path / "pb").read_text() == (tmp_path / "pb_text").read_text()
+    assert (tmp_path / "pb").read_text() != (tmp_path / "pa").read_text()
+    # the -c cache copied with the data (cp -p of both) is refused the same way
+    shutil.copy2(cache, tmp_path / "b.vw.pvwcache")
+    assert main(["-d", str(b), "-c", "-p", str(tmp_path / "pb_c")]) == 0
+    assert (tmp_path / "pb_c").read_text() == (tmp_path / "pb_text").read_text()
+    # and a cache of the same text is still read
+    assert main(["-d", str(b), "-c", "-p", str(tmp_path / "pb_c2")]) == 0
+    assert "ignoring text input in favor of cache input" in capsys.readouterr().err
+    assert (tmp_path / "pb_c2").read_text() == (tmp_path / "pb_text").read_text()
+
+
+def test_a_shard_cache_is_bound_to_its_shards_text(tmp_path):
+    """Under --executor each shard's cache holds its lines' digest: the same-size file with
+    the same time is read from its text."""
+    a, b = _same_size_other_text(tmp_path)
+    argv = ["--executor", "serial", "--shards", "2", "--quiet"]
+    data = tmp_path / "d.vw"
+    shutil.copy2(a, data)
+    assert main(["-d", str(data), "-c", "-p", str(tmp_path / "p1")] + argv) == 0
+    shutil.copy2(b, data)
+    os.utime(data, ns=(os.stat(a).st_atime_ns, os.stat(a).st_mtime_ns))
+    assert main(["-d", str(data), "-c", "-p", str(tmp_path / "p2")] + argv) == 0
+    assert main(["-d", str(data), "-p", str(tmp_path / "p3")] + argv) == 0
+    assert (tmp_path / "p2").read_text() == (tmp_path / "p3").read_text()
+    assert (tmp_path / "p2").read_text() != (tmp_path / "p1").read_text()
