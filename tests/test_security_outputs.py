@@ -148,3 +148,133 @@ def test_a_shard_cache_is_bound_to_its_shards_text(tmp_path):
     assert main(["-d", str(data), "-p", str(tmp_path / "p3")] + argv) == 0
     assert (tmp_path / "p2").read_text() == (tmp_path / "p3").read_text()
     assert (tmp_path / "p2").read_text() != (tmp_path / "p1").read_text()
+
+
+# ---------------------------------------------------------------------------------- signals
+def _long_run(tmp_path, extra=()):
+    """A learning run long enough to be stopped in its middle (a cache and -p being written)."""
+    import subprocess
+    import sys
+    data = tmp_path / "big.vw"
+    rng = np.random.default_rng(3)
+    data.write_text("".join(f"{1 if r[0] % 2 else -1} |a f{r[0]} g{r[1]} |b h{r[2]}\n"
+                            for r in rng.integers(0, 3000, size=(50_000, 3))))
+    return subprocess.Popen([sys.executable, "-m", "pyvw_lite", "-d", str(data), "-c",
+                             "--passes", "100000", "--holdout_off", "-p", str(tmp_path / "p.txt"),
+                             "-f", str(tmp_path / "m.pvw"), "--quiet", *extra],
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_sigterm_stops_a_run_like_ctrl_c(tmp_path):
+    """SIGTERM left .tmp-* files behind and printed nothing (docs said only SIGKILL does)."""
+    import signal
+    import time
+    process = _long_run(tmp_path)
+    deadline = time.monotonic() + 120
+    while not any(name.startswith(".tmp-p.txt") for name in os.listdir(tmp_path)):
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.2)
+    time.sleep(1.0)  # into the passes over the cache
+    process.send_signal(signal.SIGTERM)
+    err = process.communicate(timeout=60)[1]
+    assert process.returncode == 143, err
+    assert err.strip() == "pyvw-lite: error: terminated"
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".tmp-")]
+    assert not (tmp_path / "p.txt").exists() and not (tmp_path / "m.pvw").exists()
+
+
+def test_a_runs_outputs_are_published_together(tmp_path, monkeypatch):
+    """SIGINT between -p's rename and -f's left a new -p beside the old -f: the end of a run
+    now renames its outputs together, and a failure before then publishes none of them."""
+    from pyvw_lite.learner import persist
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    p, f, r = tmp_path / "p.txt", tmp_path / "m.pvw", tmp_path / "r.txt"
+    for path in (p, f, r):
+        path.write_text("old\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(persist, "write_readable_model", interrupted)
+    assert main(["-d", str(data), "-p", str(p), "-f", str(f), "--readable_model", str(r),
+                 "--quiet"]) == 130
+    assert [path.read_text() for path in (p, f, r)] == ["old\n"] * 3
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".tmp-")]
+    monkeypatch.undo()
+    assert main(["-d", str(data), "-p", str(p), "-f", str(f), "--readable_model", str(r),
+                 "--quiet"]) == 0
+    assert all(path.read_text() != "old\n" for path in (p, r)) and f.read_bytes()[:4] == b"PYVW"
+
+
+def test_a_failed_cache_write_leaves_no_temporary_file_and_names_the_cache(tmp_path,
+                                                                           monkeypatch, capsys):
+    """A cache write that failed (a full disk) left a 0-byte .tmp- file, and the message named
+    no file."""
+    import errno
+    from pyvw_lite.io import cache as cache_io
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    real = cache_io.CacheWriter._write_block
+
+    class Full:
+        """A file on a full disk: writing (and closing, which flushes) fails."""
+        def write(self, data=None):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        close = write
+
+    def full(self, head, body):
+        self._handle.close()
+        self._handle = Full()
+        return real(self, head, body)
+    monkeypatch.setattr(cache_io.CacheWriter, "_write_block", full)
+    assert main(["-d", str(data), "-c", "--quiet"]) == 1
+    assert capsys.readouterr().err.strip() == \
+        f"pyvw-lite: error: {data}.pvwcache: No space left on device"
+    assert sorted(os.listdir(tmp_path)) == ["d.vw"]
+    monkeypatch.setattr(cache_io.CacheWriter, "_write_block", real)
+    assert main(["-d", str(data), "-c", "--quiet"]) == 0
+
+
+def test_a_full_disk_names_the_output(tmp_path, capsys):
+    """"No space left on device" named no file; /dev/full is a full disk."""
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    assert main(["-d", str(data), "-p", "/dev/full", "--quiet"]) == 1
+    assert capsys.readouterr().err.strip() == \
+        "pyvw-lite: error: /dev/full: No space left on device"
+
+
+# ---------------------------------------------------------------------------------- bench
+@pytest.mark.parametrize("command", ["bench", "bench-crowd", "bench-scale"])
+def test_bench_arguments_are_one_line_errors(tmp_path, command, capsys):
+    """bench printed tracebacks for --workdir FILE and --seed -5."""
+    afile = tmp_path / "f.txt"
+    afile.write_text("x\n")
+    for extra, needle in ((["--workdir", str(afile)], "exists and is not a directory"),
+                          (["--seed", "-5"], "greater than or equal to 0")):
+        code = main([command, *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and needle in err and "Traceback" not in err, err
+
+
+def test_bench_json_never_replaces_the_benchmarks_own_files(tmp_path, capsys):
+    """bench --json could name the generated data in --workdir and replace it (the next bench
+    printed n.a.); a full disk for --json was a traceback."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    (workdir / "rt2_100_7.vw").write_text("1 |a b\n")
+    os.symlink(workdir / "rt2_100_7.vw", tmp_path / "link.json")
+    for target in (workdir / "rt2_100_7.vw", tmp_path / "link.json", workdir / "ours.cache"):
+        code = main(["bench", "-n", "100", "--seed", "7", "--repeat", "1", "--no-peer",
+                     "--scenario", "text", "--workdir", str(workdir), "--json", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and "benchmark's own" in err and "Traceback" not in err, err
+    assert (workdir / "rt2_100_7.vw").read_text() == "1 |a b\n"
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "pyvw_lite", "bench", "-n", "100", "--seed",
+                           "7", "--repeat", "1", "--no-peer", "--scenario", "text", "--workdir",
+                           str(workdir), "--json", "/dev/full"], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.strip().endswith(
+        "pyvw-lite: error: /dev/full: No space left on device"), done.stderr
+    assert "Traceback" not in done.stderr

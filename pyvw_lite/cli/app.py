@@ -24,7 +24,7 @@ def bench(
                               help="rater-task lines to generate"),
     repeat: int = typer.Option(3, "--repeat", min=1,
                                help="runs per tool and scenario (median kept)"),
-    seed: int = typer.Option(12345, "--seed", help="seed of the generated data"),
+    seed: int = typer.Option(12345, "--seed", min=0, help="seed of the generated data"),
     loss: str = typer.Option("logistic", "--loss_function", help="loss of the binary learner"),
     workdir: str = typer.Option(None, "--workdir", help="keep data and caches here"),
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also time VW (pip vowpalwabbit)"),
@@ -35,18 +35,18 @@ def bench(
 ) -> None:
     """Time pyvw-lite and VW side by side on seeded rater-task and ratings data; print the
     ratio."""
-    from .bench import SCENARIOS, results_json, run_bench
+    from .bench import SCENARIOS, bench_files, results_json, run_bench
     chosen = tuple(scenario) if scenario else SCENARIOS
     unknown = [name for name in chosen if name not in SCENARIOS]
     if unknown:
         raise typer.BadParameter(f"unknown scenario {unknown[0]!r}; choose from "
                                  + ", ".join(SCENARIOS))
-    _check_output("--json", json_out)
-    results = run_bench(lines=lines, repeat=repeat, seed=seed, loss=loss, workdir=workdir,
-                        peer=peer, chosen=chosen)
+    _check_bench_outputs(json_out, workdir, bench_files(lines, seed))
+    results = _workflow_errors(lambda: run_bench(lines=lines, repeat=repeat, seed=seed,
+                                                 loss=loss, workdir=workdir, peer=peer,
+                                                 chosen=chosen))
     if json_out:
-        with atomic_write(json_out, binary=False) as handle:
-            handle.write(results_json(results))
+        _workflow_errors(lambda: _write_json(json_out, results_json(results)))
 
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -201,7 +201,7 @@ def bench_crowd(
     tasks: list[int] = typer.Option(None, "--tasks", min=1, help="tasks to generate (repeatable; "
                                                                  "default 100000 and 1000000)"),
     repeat: int = typer.Option(3, "--repeat", min=1, help="runs per method (median kept)"),
-    seed: int = typer.Option(12345, "--seed", help="seed of the generated answers"),
+    seed: int = typer.Option(12345, "--seed", min=0, help="seed of the generated answers"),
     peer_python: str = typer.Option(None, "--peer-python",
                                     help="a Python with crowd-kit installed (default: this one, "
                                          "if it has crowd-kit)"),
@@ -213,8 +213,9 @@ def bench_crowd(
     """Time batch and online EM against crowd-kit's DawidSkene on seeded crowd answers."""
     import json
 
-    from .crowd_bench import has_crowdkit, peer_python_default, run_crowd_bench
-    _check_output("--json", json_out)
+    from .crowd_bench import crowd_bench_files, has_crowdkit, peer_python_default, run_crowd_bench
+    sizes = tuple(tasks or (100_000, 1_000_000))
+    _check_bench_outputs(json_out, workdir, crowd_bench_files(sizes, seed))
     if peer_python is not None and not has_crowdkit(peer_python):
         raise typer.BadParameter(f"{peer_python} cannot import crowdkit (give a Python with "
                                  "crowd-kit installed)", param_hint="'--peer-python'")
@@ -222,12 +223,11 @@ def bench_crowd(
     if peer is None:
         typer.echo("crowd-kit is not importable here (pip install crowd-kit, or pass "
                    "--peer-python): timing pyvw-lite alone")
-    rows = run_crowd_bench(sizes=tuple(tasks or (100_000, 1_000_000)), repeat=repeat, seed=seed,
-                           peer_python=peer, workdir=workdir,
-                           peer_sizes=tuple(peer_tasks or (100_000,)))
+    rows = _workflow_errors(lambda: run_crowd_bench(
+        sizes=sizes, repeat=repeat, seed=seed, peer_python=peer, workdir=workdir,
+        peer_sizes=tuple(peer_tasks or (100_000,))))
     if json_out:
-        with atomic_write(json_out, binary=False) as handle:
-            json.dump(rows, handle, indent=1)
+        _workflow_errors(lambda: _write_json(json_out, json.dumps(rows, indent=1)))
 
 
 @app.command("bench-scale")
@@ -238,20 +238,38 @@ def bench_scale(
                               help="crowd tasks for batch EM (0: skip)"),
     passes: int = typer.Option(3, "--passes", min=1, help="learning passes"),
     repeat: int = typer.Option(3, "--repeat", min=1, help="runs per executor (median kept)"),
-    seed: int = typer.Option(12345, "--seed", help="seed of the generated data"),
+    seed: int = typer.Option(12345, "--seed", min=0, help="seed of the generated data"),
     workdir: str = typer.Option(None, "--workdir", help="keep the generated data here"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
 ) -> None:
     """Time sharded learning and map-reduce batch EM on serial, processes:2 and dask-local:2."""
-    from .scale_bench import rows_json, run_scale_bench
+    from .scale_bench import rows_json, run_scale_bench, scale_bench_files
     if lines == 0 and tasks == 0:
         raise typer.BadParameter("--lines 0 and --tasks 0 leave nothing to time")
-    _check_output("--json", json_out)
-    rows = run_scale_bench(lines=lines, tasks=tasks, passes=passes, repeat=repeat, seed=seed,
-                           workdir=workdir)
+    _check_bench_outputs(json_out, workdir, scale_bench_files(lines, tasks, seed))
+    rows = _workflow_errors(lambda: run_scale_bench(lines=lines, tasks=tasks, passes=passes,
+                                                    repeat=repeat, seed=seed, workdir=workdir))
     if json_out:
-        with atomic_write(json_out, binary=False) as handle:
-            handle.write(rows_json(rows))
+        _workflow_errors(lambda: _write_json(json_out, rows_json(rows)))
+
+
+def _check_bench_outputs(json_out: str | None, workdir: str | None, made: list[str]) -> None:
+    """Refuse, before a long benchmark starts, a --workdir that is no folder and a --json it
+    could not write at its end or that names a file the benchmark makes in its --workdir (its
+    data, caches and outputs, however named: the shared output check)."""
+    import os
+    if workdir is not None and os.path.exists(workdir) and not os.path.isdir(workdir):
+        raise typer.BadParameter(f"{workdir} exists and is not a directory",
+                                 param_hint="'--workdir'")
+    if json_out is None:
+        return
+    _check_output("--json", json_out)
+    for name in made if workdir else []:
+        try:
+            check_paths([("--workdir", os.path.join(workdir, name))], [("--json", json_out)])
+        except ValueError:
+            raise typer.BadParameter(f"{json_out} is the benchmark's own {name} in --workdir "
+                                     f"{workdir}; name another file", param_hint="'--json'") from None
 
 
 def _check_output(flag: str, path: str | None) -> None:
@@ -264,6 +282,11 @@ def _check_output(flag: str, path: str | None) -> None:
         raise typer.BadParameter(f"{path}: no such directory {folder}", param_hint=f"'{flag}'")
     if os.path.isdir(path):
         raise typer.BadParameter(f"{path} is a directory", param_hint=f"'{flag}'")
+
+
+def _write_json(path: str, text: str) -> None:
+    with atomic_write(path, binary=False) as handle:
+        handle.write(text)
 
 
 def _workflow_errors(action):

@@ -120,6 +120,16 @@ def bench_workdir(workdir: str | None, prefix: str):
             shutil.rmtree(path, ignore_errors=True)
 
 
+CACHES = ("ours.cache", "vw.cache", "ours.lrq.cache", "vw.lrq.cache")
+
+
+def bench_files(lines: int, seed: int) -> list[str]:
+    """The files ``bench`` makes in its work folder (its data and caches): no output may name
+    one."""
+    return [f"rt2_{lines}_{seed}.vw", f"rt5_{lines}_{seed}.vw", f"ratings_{lines}_{seed}.vw",
+            *CACHES]
+
+
 def binary_rater_file(workdir: str, lines: int, seed: int, out) -> str:
     """The seeded binary rater-task file of ``lines`` lines in ``workdir`` (made once)."""
     from ..synthetic import rater_task, write_vw

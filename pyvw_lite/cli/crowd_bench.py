@@ -131,6 +131,20 @@ def peer_python_default() -> str | None:
     return sys.executable if has_crowdkit(sys.executable) else None
 
 
+def crowd_folder_files(tasks: int, workers: int, seed: int) -> list[str]:
+    """The files a crowd benchmark makes for one data set, relative to its work folder."""
+    folder = f"crowd_{tasks}_{workers}_{seed}"
+    return [os.path.join(folder, name) for name in ("answers.csv", "truth.csv",
+                                                    "default_labels.csv")]
+
+
+def crowd_bench_files(sizes, seed: int, many_workers: int = 200_000) -> list[str]:
+    """The files ``bench-crowd`` makes in its work folder: no output may name one."""
+    return [name for tasks, workers in [(sizes[0], many_workers)]
+            + [(tasks, 2_000) for tasks in sizes]
+            for name in crowd_folder_files(tasks, workers, seed)]
+
+
 def crowd_dataset(workdir: str, tasks: int, workers: int, seed: int, out) -> tuple[str, str]:
     """Seeded crowd answers and their truth under ``workdir`` (made once): their two paths."""
     from ..synthetic import crowd_answers

@@ -14,7 +14,7 @@ import statistics
 import sys
 
 from .bench import average_loss, bench_workdir, binary_rater_file, ours_command, timed
-from .crowd_bench import crowd_dataset, run_measured
+from .crowd_bench import crowd_dataset, crowd_folder_files, run_measured
 
 EXECUTORS = ("serial", "processes:2", "dask-local:2")
 
@@ -45,6 +45,14 @@ def main():
 if __name__ == "__main__":
     main()
 """
+
+
+def scale_bench_files(lines: int, tasks: int, seed: int) -> list[str]:
+    """The files ``bench-scale`` makes in its work folder (data, caches, the shards'
+    caches): no output may name one."""
+    caches = ["scale.cache", "shards.cache"] + [f"shards.cache.shard{k}of2" for k in (1, 2)]
+    return ([f"rt2_{lines}_{seed}.vw"] + caches if lines else []) \
+        + (crowd_folder_files(tasks, 2_000, seed) if tasks else [])
 
 
 def _learning(data: str, passes: int, repeat: int, workdir: str, out) -> list[dict]:
