@@ -278,3 +278,54 @@ def test_bench_json_never_replaces_the_benchmarks_own_files(tmp_path, capsys):
     assert done.returncode == 1 and done.stderr.strip().endswith(
         "pyvw-lite: error: /dev/full: No space left on device"), done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------------------------- messages
+def test_messages_name_their_file_and_key(tmp_path, capsys):
+    """seed = -1 said "expected non-negative integer" (no key, no file); a UTF-16 CSV gave
+    "'utf-8' codec can't decode" (no file, no line); processes:99999999999 blamed -b with an
+    empty reason."""
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 9},w{i % 4},{i % 2}\n"
+                                                       for i in range(60)))
+    config = tmp_path / "c.toml"
+    config.write_text(f'[experiment]\nanswers = "{answers}"\nseed = -1\n'
+                      '[[models]]\nname = "m"\nargs = "--oaa {K}"\n')
+    assert main(["experiment", str(config), "--workdir", str(tmp_path / "w"), "--no-peer"]) == 1
+    err = capsys.readouterr().err
+    assert f"{config}: [experiment] seed = -1 must be 0 or more" in err, err
+    utf16 = tmp_path / "u.csv"
+    utf16.write_bytes("task,worker,label\nt1,w1,a\n".encode("utf-16"))
+    for argv in (["convert", str(utf16), "-o", str(tmp_path / "u.vw")], ["crowd", str(utf16)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"{utf16}:1: UTF-16 text, not UTF-8" in err and "codec" not in err, err
+    data = tmp_path / "d.vw"
+    data.write_text(LINES)
+    assert main(["-d", str(data), "--executor", "processes:99999999999", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "processes:N needs a whole number N from 1 to 1024" in err and "-b" not in err, err
+
+
+# ---------------------------------------------------------------------------------- gold
+def test_gold_that_matches_no_task_is_refused_and_matches_are_counted(tmp_path, capsys):
+    """--gold naming no task of the answers was ignored in silence; through the API, int task
+    ids against string gold keys dropped all gold."""
+    import pandas as pd
+    from pyvw_lite.api.crowd import DawidSkene
+    answers = tmp_path / "a.csv"
+    answers.write_text("task,worker,label\n" + "".join(f"t{i % 9},w{i % 4},{i % 2}\n"
+                                                       for i in range(60)))
+    gold = tmp_path / "g.csv"
+    gold.write_text("task,label\nx1,0\nx2,1\n")
+    assert main(["crowd", str(answers), "--gold", str(gold)]) == 1
+    err = capsys.readouterr().err
+    assert f"{gold}: none of its 2 gold tasks is a task of the answers" in err, err
+    gold.write_text("task,label\nt1,1\nx2,1\n")
+    assert main(["crowd", str(answers), "--gold", str(gold)]) == 0
+    assert "1 gold (1 gold tasks in no answer)" in capsys.readouterr().err
+    frame = pd.DataFrame({"task": [1, 1, 2, 2, 3], "worker": ["a", "b", "a", "b", "a"],
+                          "label": ["x", "x", "y", "y", "x"]})
+    with pytest.raises(ValueError, match=r"its tasks are str \('1', ...\), the answers' int"):
+        DawidSkene().fit(frame, true_labels={"1": "x"})
+    assert DawidSkene().fit(frame, true_labels={1: "x", 9: "y"}).n_gold_ == 1

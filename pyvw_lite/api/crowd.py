@@ -127,8 +127,10 @@ class _Aggregator:
         tasks, workers, labels = _columns(data)
         known = getattr(self, "_label_types", {}) if label_names is not None else {}
         self._label_types = _label_types(labels, known)
-        return from_arrays(tasks, workers, labels, gold=_gold(true_labels),
+        data = from_arrays(tasks, workers, labels, gold=_gold(true_labels),
                            label_names=label_names)
+        self.n_gold_ = int((data.gold >= 0).sum())  # gold items that matched a task
+        return data
 
     def _publish(self, data: CrowdData, q: np.ndarray) -> None:
         self.tasks_ = data.task_names

@@ -316,7 +316,8 @@ def convert(
     label_map: str = typer.Option(None, "--map", help="label map JSON (written; read with --back)"),
     features: str = typer.Option("", "--features", help="extra columns to emit as namespaces, "
                                                         "comma-separated"),
-    shuffle: int = typer.Option(None, "--shuffle", help="shuffle the lines with this seed"),
+    shuffle: int = typer.Option(None, "--shuffle", min=0,
+                                help="shuffle the lines with this seed (0 or more)"),
     back: bool = typer.Option(False, "--back", help="predictions (class 1..K and tag) back to "
                                                     "task,label with --map"),
     strict_parse: bool = typer.Option(False, "--strict_parse",

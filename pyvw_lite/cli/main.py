@@ -89,8 +89,10 @@ def run_vw(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except MemoryError as exc:  # numpy names the size: -b 32 wants 64 GiB of weights
-        return _fail(f"out of memory: {exc or 'an allocation failed'} (the weight table "
-                     "halves with each bit less of -b)")
+        if not str(exc):  # no size to tell: nothing says the weights were the cause
+            return _fail("out of memory (an allocation failed)")
+        return _fail(f"out of memory: {exc} (the weight table halves with each bit less of "
+                     "-b)")
 
 
 def _reader_went_away() -> int:
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_went_away()
     except MemoryError as exc:  # any command: one line, never a traceback
-        return _fail(f"out of memory ({exc or 'an allocation failed'})")
+        return _fail(f"out of memory ({str(exc) or 'an allocation failed'})")
     except Terminated:
         return _fail("terminated", 128 + signal.SIGTERM)
     finally:

@@ -302,6 +302,9 @@ class DaskExecutor:
             self.cluster.close()
 
 
+MAX_WORKERS = 1024  # processes:N and dask-local:N start N processes on this machine
+
+
 def executor_from(spec: str, timeout: float | None = None):
     """``serial``, ``processes:N``, ``dask:ADDRESS`` or ``dask-local:N`` (``timeout``: seconds
     of silence before a process worker counts as hung; default :func:`worker_timeout`)."""
@@ -324,6 +327,7 @@ def _worker_count(spec: str, kind: str, value: str) -> int:
         count = int(value or 2)
     except ValueError:
         count = 0
-    if count < 1:
-        raise ValueError(f"--executor {spec!r}: {kind}:N needs a whole number N of at least 1")
+    if not 1 <= count <= MAX_WORKERS:
+        raise ValueError(f"--executor {spec!r}: {kind}:N needs a whole number N from 1 to "
+                         f"{MAX_WORKERS} (one process per worker)")
     return count

@@ -313,11 +313,21 @@ def known_labels(data: CrowdData, gold: dict, where: str) -> np.ndarray:
 
 
 def apply_gold(data: CrowdData, gold: dict, where: str) -> int:
-    """Mark known items; ``gold`` maps task id to label text.  Returns the number applied."""
+    """Mark known items; ``gold`` maps task id to label text.  Returns the number applied.
+    Gold of which no task is a task of the answers is refused: it would change nothing, and
+    is most often a mismatch (other ids, or ``1`` against ``"1"``)."""
     known = known_labels(data, gold, where)
+    matched = int((known >= 0).sum())
+    if gold and not matched:
+        key, task = next(iter(gold)), data.task_names[0] if data.n_items else None
+        kinds = (f"its tasks are {type(key).__name__} ({key!r}, ...), the answers' "
+                 f"{type(task).__name__} ({task!r}, ...)") if type(key) is not type(task) \
+            else f"its tasks: {key!r}, ...; the answers': {task!r}, ..."
+        raise CrowdInputError(f"{where}: none of its {len(gold)} gold tasks is a task of the "
+                              f"answers ({kinds})")
     data.gold = np.where(known >= 0, known, data.gold)
     data.gold_elsewhere = len(set(gold) - set(data.task_names.tolist()))
-    return int((known >= 0).sum())
+    return matched
 
 
 _once_read: list = [None, None, b""]  # (sys.stdin, path, bytes) of a source read only once
@@ -376,6 +386,9 @@ def _not_utf8(path: str, name: str) -> CrowdInputError:
         start = data.rfind(b"\n", 0, exc.start) + 1
         end = data.find(b"\n", exc.start)
         text = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16's byte-order mark
+            return CrowdInputError(f"{name}:1: UTF-16 text, not UTF-8 (it starts with UTF-16's "
+                                   "byte-order mark); convert it, e.g. iconv -f utf-16 -t utf-8")
         return CrowdInputError(f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} "
                                f"at column {exc.start - start + 1}; line: {_quoted(text)}); "
                                "convert it, e.g. iconv -f latin1 -t utf-8")
@@ -541,12 +554,15 @@ def read_gold(path: str) -> dict:
 
 def looks_like_blocks(path: str) -> bool:
     """SPEC §P.4 lines (``item gold worker:rating ...``) rather than a table with a header."""
-    with _open_text(path) as handle:
-        for line in handle:
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            return ":" in stripped and "," not in stripped and "\t" not in stripped
+    try:
+        with _open_text(path) as handle:
+            for line in handle:
+                stripped = line.strip()
+                if not stripped or stripped.startswith("#"):
+                    continue
+                return ":" in stripped and "," not in stripped and "\t" not in stripped
+    except UnicodeDecodeError:
+        raise _not_utf8(path, "<stdin>" if path == "-" else path) from None
     return False
 
 

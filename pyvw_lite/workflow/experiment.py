@@ -236,6 +236,9 @@ def load_config(path: str) -> dict:
     if not 0.0 < experiment.get("test_fraction", 0.5) < 1.0:
         raise ConfigError(f"{path}: [experiment] test_fraction = {experiment['test_fraction']} "
                           "must lie strictly between 0 and 1")
+    if experiment.get("seed", 0) < 0:  # numpy's generators take seeds of 0 and up
+        raise ConfigError(f"{path}: [experiment] seed = {experiment['seed']} must be 0 or "
+                          "more")
     if experiment.get("passes", 1) < 1:
         raise ConfigError(f"{path}: [experiment] passes = {experiment['passes']} must be at "
                           "least 1")
@@ -437,7 +440,7 @@ def run_experiment(config_path: str, workdir: str | None = None, with_peer: bool
                 runner(test_argv)
             except MemoryError as exc:  # one line naming the model, as the command line's
                 raise ConfigError(f"{config_path}: model {model['name']!r}: out of memory "
-                                  f"({exc or 'an allocation failed'}; the weight table halves "
+                                  f"({str(exc) or 'an allocation failed'}; the weight table halves "
                                   "with each bit less of -b)") from None
             except (_ModelFailed, ValueError) as exc:
                 raise ConfigError(f"{config_path}: model {model['name']!r}: {exc}") from None
