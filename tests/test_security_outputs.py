@@ -304,7 +304,7 @@ def test_messages_name_their_file_and_key(tmp_path, capsys):
     data.write_text(LINES)
     assert main(["-d", str(data), "--executor", "processes:99999999999", "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "processes:N needs a whole number N from 1 to 1024" in err and "-b" not in err, err
+    assert "processes:N needs a whole number N of at least 1 and at most 1024" in err and "-b" not in err, err
 
 
 # ---------------------------------------------------------------------------------- gold

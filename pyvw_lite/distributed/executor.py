@@ -328,6 +328,6 @@ def _worker_count(spec: str, kind: str, value: str) -> int:
     except ValueError:
         count = 0
     if not 1 <= count <= MAX_WORKERS:
-        raise ValueError(f"--executor {spec!r}: {kind}:N needs a whole number N from 1 to "
-                         f"{MAX_WORKERS} (one process per worker)")
+        raise ValueError(f"--executor {spec!r}: {kind}:N needs a whole number N of at least 1 "
+                         f"and at most {MAX_WORKERS} (one process per worker)")
     return count
