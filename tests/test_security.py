@@ -672,10 +672,14 @@ def test_ctrl_c_stops_a_sharded_run_without_worker_tracebacks(tmp_path, executor
                                 "100000", "--holdout_off", "--executor", executor,
                                 "--quiet"], stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
-    time.sleep(start)  # the workers are up and learning
-    assert process.poll() is None
-    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C on a terminal: the whole process group
-    err = process.communicate(timeout=60)[1]
+    try:
+        time.sleep(start)  # the workers are up and learning
+        assert process.poll() is None
+        os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C on a terminal: the whole process group
+        err = process.communicate(timeout=60)[1]
+    finally:  # a run that did not stop would learn 100,000 passes after the test
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert err.strip().endswith("pyvw-lite: error: interrupted")
