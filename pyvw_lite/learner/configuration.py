@@ -231,6 +231,10 @@ class Configuration:
         if settings and model is not None and "dyad_rate_scale" in model.state:
             self.latent_scale = checked_schedule(o.initial_regressor, "latent rate scale",
                                                  model.state["dyad_rate_scale"])
+            if self.latent_scale < dyad.lowest_latent_scale(settings["rate"]):  # as a pass stops
+                raise ModelError(f"{o.initial_regressor}: malformed model (latent rate scale "
+                                 f"{self.latent_scale!r} takes the latent rate "
+                                 f"{settings['rate']:g} below {dyad.MIN_LATENT_RATE:g})")
         params[gd.P_LATENT_RATE] = settings["rate"] * self.latent_scale if settings else 1.0
         params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF

@@ -18,7 +18,7 @@ from ..learners import gd
 from ..learners.losses import LOGISTIC
 from ..options import Options, options_from
 from ..reductions import interactions as interactions_mod
-from ..reductions.dyad import MIN_LATENT_RATE, dyadic_hmin_examples
+from ..reductions.dyad import dyadic_hmin_examples, lowest_latent_scale
 from ..reductions.multiclass import UNLABELLED
 from ..reductions.scorer import logistic
 from .checks import ExampleChecks
@@ -334,8 +334,7 @@ class Learner:
 
     def set_latent_scale(self, scale: float) -> None:
         """Learn latent vectors at ``scale`` × ``--dyad_rate``, at least its lower bound."""
-        floor = MIN_LATENT_RATE / self.dyadic.settings["rate"]  # a rate of 0 makes the flow NaN
-        self.latent_scale = max(float(scale), min(floor, 1.0))
+        self.latent_scale = max(float(scale), lowest_latent_scale(self.dyadic.settings["rate"]))
         self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
     def learn(self, examples) -> np.ndarray:
