@@ -16,6 +16,32 @@ class ParseError(ValueError):
     """A malformed example under ``--strict_parse`` (the message names file, line and text)."""
 
 
+class Diverged(ValueError):
+    """Learning gave a loss or prediction that is not a finite number: the run stops (the
+    message names the example and the rates that drove it there)."""
+
+
+def check_finite(config, batch: ParsedBatch, rows: np.ndarray, pred: np.ndarray,
+                 loss: np.ndarray) -> None:
+    """Stop with :class:`Diverged` when a batch's losses or (numeric) predictions are not all
+    finite, naming its first such example and the learning rates of ``config``: a NaN
+    prediction is never written as one.  Two vectorised passes over a batch's outputs."""
+    finite = np.isfinite(loss)
+    if pred.dtype.kind == "f":
+        finite &= np.isfinite(pred) if pred.ndim == 1 else np.isfinite(pred).all(axis=1)
+    if finite.all():
+        return
+    k = int(np.flatnonzero(~finite)[0])
+    o = config.options
+    rates = f"-l {config.eta:g}"
+    if config.dyadic is not None:
+        rates += f" with --dyad_rate {config.dyadic.settings['rate']:g}"
+    where = f" (given, or stored in {o.initial_regressor})" if o.initial_regressor else ""
+    raise Diverged(f"{batch.source}:{batch.first_line + int(rows[k])}: learning diverged (a "
+                   f"{'loss' if not np.isfinite(loss[k]) else 'prediction'} that is not a finite "
+                   f"number) under {rates}{where}; a smaller -l learns these examples")
+
+
 class ExampleChecks:
     """The parsing and example checks of a learner of configuration ``config``
     (:class:`~pyvw_lite.learner.configuration.Configuration`); ``log`` writes the learner's log

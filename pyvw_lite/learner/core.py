@@ -21,7 +21,7 @@ from ..reductions import interactions as interactions_mod
 from ..reductions.dyad import dyadic_hmin_examples, lowest_latent_scale
 from ..reductions.multiclass import UNLABELLED
 from ..reductions.scorer import logistic
-from .checks import ExampleChecks
+from .checks import ExampleChecks, check_finite
 from .configuration import Configuration, writable
 from .model_options import resumed_options
 
@@ -217,7 +217,14 @@ class Learner:
 
     def run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
                    training: bool):
-        """Run the learner's kernels on ``rows``: (predictions, raw scores, losses, features)."""
+        """Run the learner's kernels on ``rows``: (predictions, raw scores, losses, features);
+        a loss or prediction that is not finite stops with :class:`Diverged`."""
+        pred, raw, loss, nfeat = self._run_kernel(batch, rows, holdout, training)
+        check_finite(self.config, batch, rows, pred, loss)
+        return pred, raw, loss, nfeat
+
+    def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
+                    training: bool):
         n = rows.shape[0]
         pred = np.empty(n)
         raw = np.empty(n)
