@@ -99,3 +99,67 @@ def test_a_loss_that_stops_being_finite_stops_the_run_naming_the_rates(tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{data}:4: learning diverged" in err, err
     assert "-l 0.5 with --dyad_rate 0.09" in err and not out.exists()
+
+
+@pytest.mark.parametrize("odd", ["nan", "inf", "1e39"])
+@pytest.mark.parametrize("where", ["-p", "--versus"])
+def test_one_odd_prediction_never_switches_evaluate_to_comparing_text(tmp_path, odd, where,
+                                                                     capsys):
+    """A single ``nan``, ``inf`` or ``1e39`` in -p (or --versus) made evaluate compare every
+    prediction as text: 0/1 loss 0.425 became 0.935 with exit 0, and 1e39 a class name.  The
+    first labelled line decides that labels are numbers; the odd line is refused, located."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(1, 4, 200)
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{y} |a x{i % 5}\n" for i, y in enumerate(labels)))
+    guesses = np.where(rng.random(200) < 0.6, labels, rng.integers(1, 4, 200)).astype(str)
+    good = tmp_path / "p.txt"
+    good.write_text("\n".join(guesses) + "\n")
+    guesses[7] = odd
+    bad = tmp_path / "odd.txt"
+    bad.write_text("\n".join(guesses) + "\n")
+    pair = ["-p", str(bad)] if where == "-p" else ["-p", str(good), "--versus", str(bad)]
+    assert main(["evaluate", "-d", str(data), *pair]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, (out, err)
+    assert f"{bad}:8: '{odd}' is not a number within float32" in err, err
+    assert main(["evaluate", "-d", str(data), "-p", str(bad), "--names"]) == 0  # as text: said
+    assert "examples = 200" in capsys.readouterr().out
+
+
+def test_evaluate_reads_names_from_the_first_labelled_line_and_numbers_from_its_own(tmp_path,
+                                                                                    capsys):
+    """Named labels are text whatever a prediction holds; one odd label before the first
+    number decides nothing (it is refused where numbers are read)."""
+    data = tmp_path / "d.vw"
+    data.write_text("cat |a x\ndog |a y\ncat |a z\n")
+    predictions = tmp_path / "p.txt"
+    predictions.write_text("cat\n1e39\ncat\n")
+    assert main(["evaluate", "-d", str(data), "-p", str(predictions)]) == 0
+    assert "errors = 1" in capsys.readouterr().out
+    data.write_text("inf |a x\n1 |a y\n-1 |a z\n")
+    predictions.write_text("1\n1\n-1\n")
+    assert main(["evaluate", "-d", str(data), "-p", str(predictions)]) == 1
+    assert f"{data}:1: 'inf' is not a number within float32" in capsys.readouterr().err
+
+
+def test_convert_back_keeps_tasks_whose_tags_hold_unicode_white_space_apart(tmp_path, capsys):
+    """A VW file written by another tool may tag examples ``t\\u00a0x``: the learner keeps that
+    tag whole in -p, and --back split the line with str.split(), giving three tasks as ``t``.
+    It splits where the learner does (ASCII spaces), so the round trip keeps them apart."""
+    import csv
+    import json
+    tags = ["t\u00a0x", "t\u00a0y", "t\u2028z", "plain"]
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{1 + k % 2} '{tag} |a f{k}\n" for k, tag in enumerate(tags)),
+                    encoding="utf-8")
+    predictions = tmp_path / "p.txt"
+    assert main(["-d", str(data), "--oaa", "2", "-p", str(predictions), "--quiet"]) == 0
+    assert predictions.read_text(encoding="utf-8").count("\n") == 4  # U+2028 ends no line
+    label_map = tmp_path / "map.json"
+    label_map.write_text(json.dumps({"format": "pyvw-lite label map 1", "labels": ["a", "b"]}))
+    out = tmp_path / "labels.csv"
+    assert main(["convert", str(predictions), "--back", "--map", str(label_map),
+                 "-o", str(out)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        assert [row["task"] for row in csv.DictReader(handle)] == tags

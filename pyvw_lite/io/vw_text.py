@@ -252,6 +252,40 @@ def _to_float32(value):
 
 
 @kernel
+def fits_float32(value):
+    """Whether ``value`` is a number VW can store: finite, and finite once rounded to float32
+    (3.4e38 is, 1e39 is not).  A label, initial value or feature value that does not fit is a
+    malformed example."""
+    return math.isfinite(value) and math.isfinite(_to_float32(value))
+
+
+@kernel
+def unusable_weight(value):
+    """Whether an importance weight that is a number is none VW can learn with: negative, or
+    infinite once rounded to float32.  Its example is kept, predicted and not learned."""
+    return value < 0.0 or math.isinf(_to_float32(value))
+
+
+@kernel
+def first_beyond_float32(values):
+    """The index of the first of ``values`` (float64) that does not :func:`fits_float32`, or
+    -1: the parser's rule for labels and feature values, for numbers that come as arrays."""
+    for k in range(values.shape[0]):
+        if not fits_float32(values[k]):
+            return k
+    return -1
+
+
+@kernel
+def first_unusable_weight(values):
+    """The index of the first of ``values`` that is NaN or an :func:`unusable_weight`, or -1."""
+    for k in range(values.shape[0]):
+        if math.isnan(values[k]) or unusable_weight(values[k]):
+            return k
+    return -1
+
+
+@kernel
 def _set_error(ex_int, i, code, err_start, err_end):
     ex_int[i, STATUS] = MALFORMED
     ex_int[i, ERR_CODE] = code
@@ -427,14 +461,14 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[0], tok_e[0])
                 if used != tok_e[0] - tok_s[0] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_LABEL_NOT_NUMBER, tok_s[0], tok_e[0])
-                elif not math.isfinite(_to_float32(value)):
+                elif not fits_float32(value):
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[0], tok_e[0])
                 ex_float[i, LABEL] = _to_float32(value)
             if n_tok > 1:
                 value, used = parse_number(buf, tok_s[1], tok_e[1])
                 if used != tok_e[1] - tok_s[1] or math.isnan(value):
                     _set_error(ex_int, i, ERR_BAD_IMPORTANCE, tok_s[1], tok_e[1])
-                elif value < 0.0 or math.isinf(_to_float32(value)):
+                elif unusable_weight(value):
                     # a number, but no weight (negative, infinite, or beyond float32 as 1e39):
                     # the example stays (predicted, not learned, as VW does with a negative
                     # one); the note is for the caller's warning
@@ -447,7 +481,7 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[2], tok_e[2])
                 if used != tok_e[2] - tok_s[2] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_BAD_INITIAL, tok_s[2], tok_e[2])
-                elif not math.isfinite(_to_float32(value)):
+                elif not fits_float32(value):
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[2], tok_e[2])
                 ex_float[i, INITIAL] = _to_float32(value)
         # ---- namespace segments
@@ -665,6 +699,24 @@ def describe_error(batch: ParsedBatch, row: int) -> str:
         text = text[:80] + "..."
     what = ERROR_MESSAGES.get(code, "malformed example").format(text=text)
     return f"{batch.source}:{batch.first_line + row}: {what} (line: {batch.line_text(row)!r})"
+
+
+def label_fields(line: str, example: bool = True) -> list[str]:
+    """The label fields of an example (label, importance, initial value; its tag left out) as
+    the parser reads them: the text before the first ``|``, after its first tab, split at
+    ASCII spaces only (U+00A0 or U+2028 stay inside a field); the last field is the tag when
+    it starts with ``'`` or touches the ``|``.  With ``example`` false, the fields of a ``-p``
+    line the learner wrote (prediction, tag): the line split at ASCII spaces.  The line's end
+    (LF, CR) is no part of a field."""
+    line = line.rstrip("\r\n")
+    if not example:
+        return [field for field in line.split(" ") if field]
+    section = line.partition("|")[0]
+    section = section.split("\t", 1)[1] if "\t" in section else section
+    fields = [field for field in section.split(" ") if field]
+    if fields and (fields[-1].startswith("'") or not section.endswith(" ")):
+        fields.pop()
+    return fields
 
 
 def format_prediction(value: float) -> str:
