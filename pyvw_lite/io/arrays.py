@@ -7,12 +7,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
+from .vw_text import (EX_INT_COLUMNS, first_beyond_float32, first_unusable_weight, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
                       SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART, SEG_NAME_END,
                       SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
                       ParsedBatch)
 
 DEFAULT_NAMESPACE = 32
+
+
+def check_numbers(name: str, values, weights: bool = False) -> None:
+    """The text reader's rules for numbers that come as an array ``name`` (features, labels;
+    with ``weights``, importance weights): a label or feature value that is not finite or
+    beyond float32 is a malformed example there, a weight that is negative, NaN or beyond
+    float32 one the learner cannot learn with; here either is a ValueError naming the first
+    such entry (an estimator has no log to warn in)."""
+    data = values.data if hasattr(values, "tocsr") else values
+    flat = np.ascontiguousarray(np.asarray(data, dtype=np.float64).ravel())
+    bad = (first_unusable_weight if weights else first_beyond_float32)(flat)
+    if bad < 0:
+        return
+    at = np.unravel_index(bad, np.shape(data)) if not hasattr(values, "tocsr") else (bad,)
+    what = "finite, not negative and within float32" if weights else \
+        "finite and within float32 (about 3.4e38)"
+    raise ValueError(f"{name}[{', '.join(str(int(k)) for k in at)}] = {float(flat[bad])!r}: every "
+                     f"value must be {what}, as the learner reads numbers")
 
 
 def matrix_batch(X, labels: np.ndarray | None = None,
