@@ -202,3 +202,36 @@ def test_crowd_skills_beyond_float32_are_refused():
                             "label": [1, 1, 0]})
     with pytest.raises(ValueError, match="'w1'"):
         MajorityVote().fit(answers, skills={"w1": 1e308, "w2": 1e308})
+
+
+@pytest.mark.parametrize("executor", [None, "processes:2"])
+def test_a_file_with_cr_line_ends_is_read_line_by_line(tmp_path, executor, capsys):
+    """CR-only line ends (old Mac, some exporters) were one example: ``number of examples =
+    1``, one prediction, exit 0.  A lone CR ends a line, as convert and crowd read it; the
+    predictions are those of the same file with LF ends."""
+    lines = RATINGS.splitlines()
+    outputs = []
+    for end in ("\n", "\r", "\r\n"):
+        data = tmp_path / f"d{len(outputs)}.vw"
+        data.write_bytes(end.join(lines).encode() + end.encode())
+        out = tmp_path / f"p{len(outputs)}.txt"
+        argv = ["-d", str(data), "-p", str(out), "--quiet", "-q", "ui"]
+        assert main(argv + (["--executor", executor] if executor else [])) == 0
+        outputs.append(out.read_text())
+    assert outputs[0].count("\n") == len(lines)
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+
+
+def test_a_crlf_split_between_chunks_ends_one_line():
+    """A chunk that ends on the CR of a CRLF leaves it for the next chunk: one line end, never
+    an empty line between."""
+    import io
+    from pyvw_lite.io.source import LineChunks
+    for end in (b"\r\n", b"\r", b"\n"):
+        text = end.join(f"{k} |a x{k}".encode() for k in range(40)) + end
+        for size in range(3, 12):
+            source = LineChunks(None, chunk_bytes=size, first_bytes=size)
+            source._open = lambda text=text: (io.BytesIO(text), True)
+            got = [bytes(buf[s:e]).decode() for buf, starts, ends, _ in source
+                   for s, e in zip(starts, ends)]
+            assert [line.rstrip("\r") for line in got] == [f"{k} |a x{k}" for k in range(40)]

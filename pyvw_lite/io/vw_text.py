@@ -672,10 +672,26 @@ def parse_buffer(buf: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray
                        line_ends=line_ends)
 
 
-def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """Starts and ends (newline excluded) of the complete lines in ``buf``, and the offset where
-    the unfinished remainder starts.  With ``final`` an unterminated last line is a line too."""
+def line_terminators(buf: np.ndarray, final: bool) -> np.ndarray:
+    """Positions of the bytes that end lines in ``buf``: every LF, and every CR not followed
+    by LF (old Mac line ends; a CRLF ends at its LF).  A CR that is the last byte of ``buf``
+    ends a line only when ``final``: the next chunk may start with its LF.  A file without
+    CR costs one scan for it."""
     newlines = np.flatnonzero(buf == 10)
+    if not (buf == CR).any():
+        return newlines
+    returns = np.flatnonzero(buf == CR)
+    following = np.minimum(returns + 1, buf.shape[0] - 1)
+    lone = np.where(returns + 1 < buf.shape[0], buf[following] != 10, final)
+    return np.union1d(newlines, returns[lone])
+
+
+def split_lines(buf: np.ndarray, final: bool, cr: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """Starts and ends (line end excluded) of the complete lines in ``buf``, and the offset
+    where the unfinished remainder starts.  With ``final`` an unterminated last line is a line
+    too.  Lines end at LF, and with ``cr`` (files) at a lone CR too (:func:`line_terminators`);
+    text handed to the API keeps a CR inside its line, where it separates features."""
+    newlines = line_terminators(buf, final) if cr else np.flatnonzero(buf == 10)
     starts = np.empty(newlines.shape[0] + 1, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines + 1
