@@ -235,3 +235,22 @@ def test_a_crlf_split_between_chunks_ends_one_line():
             got = [bytes(buf[s:e]).decode() for buf, starts, ends, _ in source
                    for s, e in zip(starts, ends)]
             assert [line.rstrip("\r") for line in got] == [f"{k} |a x{k}" for k in range(40)]
+
+
+def test_an_example_whose_interactions_would_explode_is_skipped_and_named(tmp_path, capsys):
+    """One 60 MB line under -q aa asked for about 1e15 pairs and ran for hours.  The features
+    an example's interactions generate are bounded (2^26, counted from namespace sizes before
+    anything is expanded): the example is skipped with a warning naming its line."""
+    from pyvw_lite.learners.gd import MAX_INTERACTION_FEATURES
+    wide = 9000  # 81 million pairs
+    assert wide * wide > MAX_INTERACTION_FEATURES > 2000 * 2000
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x y\n-1 |a " + " ".join(f"f{k}" for k in range(wide)) + "\n"
+                    "1 |a " + " ".join(f"f{k}" for k in range(2000)) + "\n-1 |a y z\n")
+    out = tmp_path / "p.txt"
+    assert main(["-d", str(data), "-q", "aa", "-p", str(out), "--progress", "1000"]) == 0
+    log, err = capsys.readouterr()
+    assert f"[warning] {data}:2: its interactions would generate 8.1e+07 features" in log, log
+    assert "skipped examples = 1" in err and "number of examples = 3" in err, err
+    assert out.read_text().count("\n") == 3
+    assert main(["-d", str(data), "-q", "aa", "--strict_parse", "--quiet"]) == 1
