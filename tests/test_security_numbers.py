@@ -254,3 +254,82 @@ def test_an_example_whose_interactions_would_explode_is_skipped_and_named(tmp_pa
     assert "skipped examples = 1" in err and "number of examples = 3" in err, err
     assert out.read_text().count("\n") == 3
     assert main(["-d", str(data), "-q", "aa", "--strict_parse", "--quiet"]) == 1
+
+
+EXTREMES = [1e300, -1e300, 1e39, -1e39, 3.4e38, float("nan"), float("inf"), -float("inf"),
+            -0.0, 0.0, 1e-300, 5e-324, 1.0, -1.0, 7.0]
+
+
+def _finite_or_refused(action) -> None:
+    """``action`` either raises a ValueError with a message (the documented refusal) or
+    returns outputs that are all finite numbers."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a refusal is the answer; NumPy's notes are not
+        try:
+            outputs = action()
+        except ValueError as exc:
+            assert str(exc).strip(), repr(exc)
+            return
+    for values in outputs:
+        values = np.asarray(values, dtype=np.float64)
+        assert np.isfinite(values).all(), values
+
+
+def test_python_entry_point_fuzz_refuses_or_stays_finite(tmp_path):
+    """Seeded fuzz of the Python entry points: Workspace option strings with extreme numbers
+    and output paths (with and without the -i model), the scikit-learn estimators, the online
+    API and the crowd API with extreme arrays.  Every case raises a ValueError with a message
+    or succeeds with finite outputs.  (Outputs over inputs: tests/test_security.py.)"""
+    from pyvw_lite.api.crowd import MajorityVote
+    from pyvw_lite.api.online import OnlineLearner
+    from pyvw_lite.api.sklearn import VWClassifier, VWRegressor
+    from pyvw_lite.workspace import Workspace
+    import pandas as pd
+    rng = np.random.default_rng(20261129)
+    data = tmp_path / "d.vw"
+    data.write_text(RATINGS)
+    model = tmp_path / "m.pvw"
+    Workspace(f"-d {data} --dyad ui -f {model} --quiet").run()
+    lines = RATINGS.splitlines()[:40]
+
+    def extreme():
+        return rng.choice(EXTREMES)
+
+    numeric = ["-l", "--power_t", "--initial_t", "--l1", "--l2", "--dyad_rate", "--dyad_l2",
+               "--decay_learning_rate", "--min_prediction", "--max_prediction"]
+    outputs = ["-f", "-p", "--readable_model", "-r", "--invert_hash"]
+    for case in range(24):
+        args = ["--quiet"] + (["--dyad", "ui"] if case % 2 else ["-q", "ui"])
+        for _ in range(rng.integers(1, 3)):
+            args += [str(rng.choice(numeric)), repr(float(extreme()))]
+        if case % 3 == 0:
+            args += ["-i", str(model)] if case % 2 else []
+            args += [str(rng.choice(outputs)), str(tmp_path / f"o{case}")]
+
+        def learn(args=args):
+            ws = Workspace(args)
+            pred = ws.learn(lines)
+            ws.finish()
+            return [pred]
+        _finite_or_refused(learn)
+    X = rng.normal(size=(60, 3))
+    for case in range(8):
+        Xc, y, w = X.copy(), X @ [1.0, -2.0, 0.5], np.ones(60)
+        for array in rng.choice(3, size=rng.integers(1, 3)):
+            target = (Xc.ravel(), y, w)[array]
+            target[rng.integers(target.size)] = extreme()
+        regressor = VWRegressor(passes=2)
+        _finite_or_refused(lambda: [regressor.fit(Xc, y, sample_weight=w).predict(X)])
+        classifier = VWClassifier(passes=2)
+        _finite_or_refused(lambda: [classifier.fit(Xc, y > 0, sample_weight=w)
+                                    .predict_proba(X)])
+        online = OnlineLearner("--loss_function logistic")
+        _finite_or_refused(lambda: [online.learn_many([{"a": {"x": v}} for v in Xc[:, 0]],
+                                                      np.sign(y) + (y == 0),
+                                                      weights=w)])
+        skills = {"w1": extreme(), "w2": 1.0}
+        answers = pd.DataFrame({"task": ["a", "a", "b"], "worker": ["w1", "w2", "w1"],
+                                "label": [1, 0, 0]})
+        _finite_or_refused(lambda: [MajorityVote().fit_predict_proba(answers, skills=skills)
+                                    .to_numpy()])
