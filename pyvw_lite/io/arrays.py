@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vw_text import (EX_INT_COLUMNS, first_beyond_float32, first_unusable_weight, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
+from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
                       SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART, SEG_NAME_END,
                       SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
-                      ParsedBatch)
+                      ParsedBatch, first_beyond_float32, first_unusable_weight)
 
 DEFAULT_NAMESPACE = 32
 
@@ -29,8 +29,9 @@ def check_numbers(name: str, values, weights: bool = False) -> None:
     at = np.unravel_index(bad, np.shape(data)) if not hasattr(values, "tocsr") else (bad,)
     what = "finite, not negative and within float32" if weights else \
         "finite and within float32 (about 3.4e38)"
-    raise ValueError(f"{name}[{', '.join(str(int(k)) for k in at)}] = {float(flat[bad])!r}: every "
-                     f"value must be {what}, as the learner reads numbers")
+    index = ", ".join(str(int(k)) for k in at)
+    raise ValueError(f"{name}[{index}] = {float(flat[bad])!r}: every value must be {what}, "
+                     "as the learner reads numbers")
 
 
 def matrix_batch(X, labels: np.ndarray | None = None,

@@ -686,7 +686,8 @@ def line_terminators(buf: np.ndarray, final: bool) -> np.ndarray:
     return np.union1d(newlines, returns[lone])
 
 
-def split_lines(buf: np.ndarray, final: bool, cr: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+def split_lines(buf: np.ndarray, final: bool,
+                cr: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Starts and ends (line end excluded) of the complete lines in ``buf``, and the offset
     where the unfinished remainder starts.  With ``final`` an unterminated last line is a line
     too.  Lines end at LF, and with ``cr`` (files) at a lone CR too (:func:`line_terminators`);
