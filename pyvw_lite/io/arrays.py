@@ -5,14 +5,36 @@ This is how the scikit-learn estimators feed a whole ``X`` to one kernel call.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..jit import kernel
 from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
                       SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART, SEG_NAME_END,
                       SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
-                      ParsedBatch, first_beyond_float32, first_unusable_weight)
+                      ParsedBatch, fits_float32, unusable_weight)
 
 DEFAULT_NAMESPACE = 32
+
+
+@kernel
+def first_beyond_float32(values):
+    """The index of the first of ``values`` (float64) that does not :func:`fits_float32`, or
+    -1: the parser's rule for labels and feature values, for numbers that come as arrays."""
+    for k in range(values.shape[0]):
+        if not fits_float32(values[k]):
+            return k
+    return -1
+
+
+@kernel
+def first_unusable_weight(values):
+    """The index of the first of ``values`` that is NaN or an :func:`unusable_weight`, or -1."""
+    for k in range(values.shape[0]):
+        if math.isnan(values[k]) or unusable_weight(values[k]):
+            return k
+    return -1
 
 
 def check_numbers(name: str, values, weights: bool = False) -> None:

@@ -253,36 +253,14 @@ def _to_float32(value):
 
 @kernel
 def fits_float32(value):
-    """Whether ``value`` is a number VW can store: finite, and finite once rounded to float32
-    (3.4e38 is, 1e39 is not).  A label, initial value or feature value that does not fit is a
-    malformed example."""
+    """Finite, and finite once rounded to float32 (3.4e38 is, 1e39 is not), as VW stores it."""
     return math.isfinite(value) and math.isfinite(_to_float32(value))
 
 
 @kernel
 def unusable_weight(value):
-    """Whether an importance weight that is a number is none VW can learn with: negative, or
-    infinite once rounded to float32.  Its example is kept, predicted and not learned."""
+    """An importance weight VW cannot learn with: negative, or infinite as a float32."""
     return value < 0.0 or math.isinf(_to_float32(value))
-
-
-@kernel
-def first_beyond_float32(values):
-    """The index of the first of ``values`` (float64) that does not :func:`fits_float32`, or
-    -1: the parser's rule for labels and feature values, for numbers that come as arrays."""
-    for k in range(values.shape[0]):
-        if not fits_float32(values[k]):
-            return k
-    return -1
-
-
-@kernel
-def first_unusable_weight(values):
-    """The index of the first of ``values`` that is NaN or an :func:`unusable_weight`, or -1."""
-    for k in range(values.shape[0]):
-        if math.isnan(values[k]) or unusable_weight(values[k]):
-            return k
-    return -1
 
 
 @kernel
@@ -673,10 +651,8 @@ def parse_buffer(buf: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray
 
 
 def line_terminators(buf: np.ndarray, final: bool) -> np.ndarray:
-    """Positions of the bytes that end lines in ``buf``: every LF, and every CR not followed
-    by LF (old Mac line ends; a CRLF ends at its LF).  A CR that is the last byte of ``buf``
-    ends a line only when ``final``: the next chunk may start with its LF.  A file without
-    CR costs one scan for it."""
+    """Positions of the bytes that end lines: every LF, and every CR not followed by LF (old
+    Mac ends); a CR that ends ``buf`` ends a line only when ``final`` (an LF may follow)."""
     newlines = np.flatnonzero(buf == 10)
     if not (buf == CR).any():
         return newlines
@@ -689,9 +665,8 @@ def line_terminators(buf: np.ndarray, final: bool) -> np.ndarray:
 def split_lines(buf: np.ndarray, final: bool,
                 cr: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Starts and ends (line end excluded) of the complete lines in ``buf``, and the offset
-    where the unfinished remainder starts.  With ``final`` an unterminated last line is a line
-    too.  Lines end at LF, and with ``cr`` (files) at a lone CR too (:func:`line_terminators`);
-    text handed to the API keeps a CR inside its line, where it separates features."""
+    where the rest starts; with ``final`` an unterminated last line is a line too.  Lines end
+    at LF, with ``cr`` (files) at a lone CR too; API text keeps a CR (a feature separator)."""
     newlines = line_terminators(buf, final) if cr else np.flatnonzero(buf == 10)
     starts = np.empty(newlines.shape[0] + 1, dtype=np.int64)
     starts[0] = 0
@@ -716,24 +691,6 @@ def describe_error(batch: ParsedBatch, row: int) -> str:
         text = text[:80] + "..."
     what = ERROR_MESSAGES.get(code, "malformed example").format(text=text)
     return f"{batch.source}:{batch.first_line + row}: {what} (line: {batch.line_text(row)!r})"
-
-
-def label_fields(line: str, example: bool = True) -> list[str]:
-    """The label fields of an example (label, importance, initial value; its tag left out) as
-    the parser reads them: the text before the first ``|``, after its first tab, split at
-    ASCII spaces only (U+00A0 or U+2028 stay inside a field); the last field is the tag when
-    it starts with ``'`` or touches the ``|``.  With ``example`` false, the fields of a ``-p``
-    line the learner wrote (prediction, tag): the line split at ASCII spaces.  The line's end
-    (LF, CR) is no part of a field."""
-    line = line.rstrip("\r\n")
-    if not example:
-        return [field for field in line.split(" ") if field]
-    section = line.partition("|")[0]
-    section = section.split("\t", 1)[1] if "\t" in section else section
-    fields = [field for field in section.split(" ") if field]
-    if fields and (fields[-1].startswith("'") or not section.endswith(" ")):
-        fields.pop()
-    return fields
 
 
 def format_prediction(value: float) -> str:

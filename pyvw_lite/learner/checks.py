@@ -22,16 +22,17 @@ class Diverged(ValueError):
     message names the example and the rates that drove it there)."""
 
 
-def check_finite(config, batch: ParsedBatch, rows: np.ndarray, pred: np.ndarray,
-                 loss: np.ndarray) -> None:
-    """Stop with :class:`Diverged` when a batch's losses or (numeric) predictions are not all
-    finite, naming its first such example and the learning rates of ``config``: a NaN
-    prediction is never written as one.  Two vectorised passes over a batch's outputs."""
+def check_finite(config, batch: ParsedBatch, rows: np.ndarray, outputs: tuple) -> tuple:
+    """The kernels' ``outputs`` (predictions, raw, losses, features) of a batch, or
+    :class:`Diverged` when its losses or (numeric) predictions are not all finite, naming the
+    first such example and the learning rates of ``config``: a NaN prediction is never written
+    as one.  Two vectorised passes over a batch's outputs."""
+    pred, _, loss, _ = outputs
     finite = np.isfinite(loss)
     if pred.dtype.kind == "f":
         finite &= np.isfinite(pred) if pred.ndim == 1 else np.isfinite(pred).all(axis=1)
     if finite.all():
-        return
+        return outputs
     k = int(np.flatnonzero(~finite)[0])
     o = config.options
     rates = f"-l {config.eta:g}"

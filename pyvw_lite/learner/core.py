@@ -153,8 +153,7 @@ class Learner:
         return self.checks.valid_rows(batch)
 
     def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
-        """Rows of a batch read back from the cache (validated when it was written)."""
-        return self.checks.prepare_cached(batch)
+        return self.checks.prepare_cached(batch)  # rows of a batch read back from the cache
 
     @property
     def last_rows(self) -> np.ndarray:
@@ -215,16 +214,12 @@ class Learner:
         sampler's code."""
         return gd.learn_examples if self.active is not None else gd.learn_passive
 
-    def run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
-                   training: bool):
-        """Run the learner's kernels on ``rows``: (predictions, raw scores, losses, features);
-        a loss or prediction that is not finite stops with :class:`Diverged`."""
-        pred, raw, loss, nfeat = self._run_kernel(batch, rows, holdout, training)
-        check_finite(self.config, batch, rows, pred, loss)
-        return pred, raw, loss, nfeat
+    def run_kernel(self, batch: ParsedBatch, rows, holdout, training: bool):
+        """The kernels' (predictions, raw scores, losses, features) of ``rows``, finite."""
+        outputs = self._run_kernel(batch, rows, holdout, training)
+        return check_finite(self.config, batch, rows, outputs)
 
-    def _run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
-                    training: bool):
+    def _run_kernel(self, batch, rows, holdout, training):
         n = rows.shape[0]
         pred = np.empty(n)
         raw = np.empty(n)

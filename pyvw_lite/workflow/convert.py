@@ -17,8 +17,7 @@ from ..io.atomic import atomic_write
 from ..io.crowd_input import (STRICT, Column, CrowdData, CrowdInputError, RowPolicy,
                               choose_labels, label_index, looks_like_blocks, read_blocks,
                               read_columns)
-from ..io.vw_text import label_fields
-from .evaluate import split_prediction
+from .evaluate import label_fields, split_prediction
 
 MAP_FORMAT = "pyvw-lite label map 1"
 

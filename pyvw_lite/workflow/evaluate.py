@@ -11,7 +11,7 @@ import numpy as np
 
 from ..io.crowd_input import CrowdInputError, read_gold, read_table
 from ..io.source import LineChunks
-from ..io.vw_text import first_beyond_float32, label_fields
+from ..io.arrays import first_beyond_float32
 
 Z_95 = 1.959963984540054
 
@@ -176,6 +176,24 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float
             elif line.strip(" \t\r"):  # an example without a label
                 tokens.append((first_line + offset, "", 1.0))
     return tokens
+
+
+def label_fields(line: str, example: bool = True) -> list[str]:
+    """The label fields of an example (label, importance, initial value; its tag left out) as
+    the parser reads them: the text before the first ``|``, after its first tab, split at
+    ASCII spaces only (U+00A0 or U+2028 stay inside a field); the last field is the tag when
+    it starts with ``'`` or touches the ``|``.  With ``example`` false, the fields of a ``-p``
+    line the learner wrote (prediction, tag): the line split at ASCII spaces.  The line's end
+    (LF, CR) is no part of a field."""
+    line = line.rstrip("\r\n")
+    if not example:
+        return [field for field in line.split(" ") if field]
+    section = line.partition("|")[0]
+    section = section.split("\t", 1)[1] if "\t" in section else section
+    fields = [field for field in section.split(" ") if field]
+    if fields and (fields[-1].startswith("'") or not section.endswith(" ")):
+        fields.pop()
+    return fields
 
 
 def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
