@@ -22,6 +22,7 @@ import numpy as np
 
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.crowd_input import CrowdData, from_arrays
+from .arrays import check_numbers
 
 _CONFIG_FIELDS = ("priorz", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu",
                   "sigma_b", "kappa", "worker_map", "n_worker_bits", "eta", "rho", "initial_t",
@@ -222,8 +223,11 @@ def _weighted_vote(data: CrowdData, skills) -> np.ndarray:
     weight = []
     for worker in data.worker_names.tolist():
         value = skills.get(worker)
-        if value is None or not np.isfinite(float(value)) or float(value) < 0:
-            raise ValueError(f"skills has no finite, non-negative weight for worker {worker!r}")
+        try:
+            check_numbers(f"skills[{worker!r}]", np.array([float(value)]), weights=True)
+        except (TypeError, ValueError):
+            raise ValueError(f"skills has no finite, non-negative weight within float32 for "
+                             f"worker {worker!r} ({value!r})") from None
         weight.append(float(value))
     q = np.zeros((data.n_items, data.n_labels))
     np.add.at(q, (_answered_item(data), data.rating_label),

@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..learners.gd import P_TRAINING
 from ..options import BY_NAME, FLAG
-from .arrays import matrix_batch
+from .arrays import check_numbers, matrix_batch
 
 # options that make sense for a numeric matrix (no namespaces, no files)
 LEARNING_OPTIONS = ("loss_function", "learning_rate", "power_t", "initial_t", "bit_precision",
@@ -130,8 +130,7 @@ class _VWEstimator(BaseEstimator):
         if sample_weight.shape != (rows,):
             raise ValueError(f"sample_weight has shape {sample_weight.shape}; X has "
                              f"{rows} rows, so it must have shape ({rows},)")
-        if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight must be finite and non-negative")
+        check_numbers("sample_weight", sample_weight, weights=True)
         if sample_weight.size and not np.any(sample_weight > 0):
             raise ValueError("sample_weight is all zero: there is nothing to learn")
         return sample_weight
@@ -154,6 +153,7 @@ class _VWEstimator(BaseEstimator):
         return (X - self.feature_mean_) / self.feature_scale_
 
     def _learn(self, X, targets, sample_weight, first: bool):
+        check_numbers("X", X)
         sample_weight = self._checked_weights(sample_weight, X.shape[0])
         if first:
             self._start(X, sample_weight)
@@ -164,6 +164,7 @@ class _VWEstimator(BaseEstimator):
         """``fit``: ``passes`` passes over one data set (its later passes repeat examples), each
         in a new random order of the rows with ``shuffle`` (seeded by ``random_seed``)."""
         passes = self._passes()
+        check_numbers("X", X)
         sample_weight = self._checked_weights(sample_weight, X.shape[0])
         self._start(X, sample_weight)
         X = self._scaled_features(X)
@@ -188,6 +189,7 @@ class _VWEstimator(BaseEstimator):
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self, "workspace_")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        check_numbers("X", X)
         return self.workspace_.predict_with_scores(matrix_batch(self._scaled_features(X)))[0]
 
     def __sklearn_tags__(self):
@@ -233,6 +235,7 @@ class VWRegressor(RegressorMixin, _VWEstimator):
 
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        check_numbers("y", y)
         self._start_target(y, sample_weight)
         self._learn_passes(X, self._scaled(y), sample_weight)
         return self
@@ -241,6 +244,7 @@ class VWRegressor(RegressorMixin, _VWEstimator):
         first = not hasattr(self, "workspace_")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True,
                              reset=first)
+        check_numbers("y", y)
         if first:
             self._start_target(y, sample_weight)
         self._learn(X, self._scaled(y), sample_weight, first=first)
@@ -304,6 +308,7 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
         if len(self.classes_) <= 2:
             return self._scores(X)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        check_numbers("X", X)
         return self._class_scores(X)
 
     def _class_scores(self, X) -> np.ndarray:

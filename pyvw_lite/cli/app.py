@@ -390,6 +390,9 @@ def evaluate(
                                                       "examples: paired comparison (with -p -d)"),
     threshold: float = typer.Option(None, "--threshold", help="binary labels: a prediction above "
                                     "it is positive (default 0, or 0.5 when all lie in [0, 1])"),
+    names: bool = typer.Option(False, "--names", help="compare labels and predictions as text "
+                               "(default: as numbers when the first labelled line's label is "
+                               "one)"),
 ) -> None:
     """0/1 loss with a 95% interval, per-class precision and recall, confusion matrix (numeric
     labels with real-valued predictions: MAE and RMSE with 95% intervals); with --versus, the
@@ -403,14 +406,16 @@ def evaluate(
         if versus and not (predictions and data):
             raise ValueError("--versus compares two predictions files of the same -d DATA")
         if predictions and data:
-            result = evaluate_predictions(predictions, data, threshold)
+            if names and threshold is not None:
+                raise ValueError("--names compares text; --threshold is for numbers")
+            result = evaluate_predictions(predictions, data, threshold, names)
         elif labels and truth:
             result = evaluate_labels(labels, truth)
         else:
             raise ValueError("give -p PREDICTIONS -d DATA, or --labels LABELS --truth TRUTH")
+        other = evaluate_predictions(versus, data, threshold, names) if versus else None
         typer.echo(result.text(), nl=False)
         if versus:
-            other = evaluate_predictions(versus, data, threshold)
             if isinstance(result, RegressionEvaluation) != isinstance(other, RegressionEvaluation):
                 raise ValueError(f"{versus}: one predictions file is scored as classes, the "
                                  "other as numbers")

@@ -37,7 +37,7 @@ from ..io import cache as cache_io
 from ..io.atomic import temporary_beside
 from ..io.progress import LiveBar, ProgressTable, peak_memory, totals, use_live_bar
 from ..io.source import GZIP_MAGIC, LineChunks, is_regular_file, prefetch
-from ..io.vw_text import parse_lines, split_lines
+from ..io.vw_text import line_terminators, parse_lines, split_lines
 from ..jit import announce_compile
 from ..learner.checks import ParseError
 from ..learner.core import Learner
@@ -99,17 +99,22 @@ def range_shards(path: str, n_shards: int) -> list[dict]:
         data = np.frombuffer(view, dtype=np.uint8)
         # newlines per block, so memory stays flat however large the file
         blocks = range(0, size, RANGE_BLOCK)
-        counts = np.array([np.count_nonzero(data[at:at + RANGE_BLOCK] == 10) for at in blocks])
-        before = np.concatenate([[0], np.cumsum(counts)])  # newlines before each block
-        total = int(before[-1]) + (0 if data[size - 1] == 10 else 1)  # a last unended line
+        def ends_in(at: int) -> np.ndarray:
+            """Line ends in the block at ``at`` (its next byte read: a CR before an LF)."""
+            found = line_terminators(data[at:at + RANGE_BLOCK + 1], at + RANGE_BLOCK >= size)
+            return found[found < RANGE_BLOCK]
+
+        counts = np.array([ends_in(at).shape[0] for at in blocks])
+        before = np.concatenate([[0], np.cumsum(counts)])  # line ends before each block
+        total = int(before[-1]) + (0 if data[size - 1] in (10, 13) else 1)  # a last unended line
 
         def end_of(lines: int) -> int:
             """The byte just past the first ``lines`` lines."""
             if lines >= total:
                 return size
-            block = int(np.searchsorted(before, lines, side="left")) - 1  # holds newline #lines
+            block = int(np.searchsorted(before, lines, side="left")) - 1  # holds line end #lines
             at = block * RANGE_BLOCK
-            inside = np.flatnonzero(data[at:at + RANGE_BLOCK] == 10)
+            inside = ends_in(at)
             return at + int(inside[lines - int(before[block]) - 1]) + 1 if lines else 0
 
         bounds = np.linspace(0, total, n_shards + 1).astype(np.int64)
@@ -219,7 +224,7 @@ def parsed_pieces(shard: dict, workspace) -> list:
                                     shard["first_line"])]
         for data, first_line in shard["pieces"]:
             buf = np.frombuffer(data, dtype=np.uint8)
-            starts, ends, _ = split_lines(buf, final=True)
+            starts, ends, _ = split_lines(buf, final=True, cr="path" in shard)
             batch = workspace.parse_chunk(buf, starts, ends, first_line, shard["source"])
             parsed.append((batch, workspace.valid_rows(batch)))
         shard["parsed"] = parsed

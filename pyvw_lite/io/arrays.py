@@ -5,14 +5,55 @@ This is how the scikit-learn estimators feed a whole ``X`` to one kernel call.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..jit import kernel
 from .vw_text import (EX_INT_COLUMNS, FEAT_END, FEAT_START, INITIAL, LABEL, NLABEL, OK,
                       SEG_BYTE, SEG_COLUMNS, SEG_END, SEG_FEND, SEG_FSTART, SEG_NAME_END,
                       SEG_NAME_START, SEG_START, STATUS, TAG_END, TAG_START, WEIGHT,
-                      ParsedBatch)
+                      ParsedBatch, fits_float32, unusable_weight)
 
 DEFAULT_NAMESPACE = 32
+
+
+@kernel
+def first_beyond_float32(values):
+    """The index of the first of ``values`` (float64) that does not :func:`fits_float32`, or
+    -1: the parser's rule for labels and feature values, for numbers that come as arrays."""
+    for k in range(values.shape[0]):
+        if not fits_float32(values[k]):
+            return k
+    return -1
+
+
+@kernel
+def first_unusable_weight(values):
+    """The index of the first of ``values`` that is NaN or an :func:`unusable_weight`, or -1."""
+    for k in range(values.shape[0]):
+        if math.isnan(values[k]) or unusable_weight(values[k]):
+            return k
+    return -1
+
+
+def check_numbers(name: str, values, weights: bool = False) -> None:
+    """The text reader's rules for numbers that come as an array ``name`` (features, labels;
+    with ``weights``, importance weights): a label or feature value that is not finite or
+    beyond float32 is a malformed example there, a weight that is negative, NaN or beyond
+    float32 one the learner cannot learn with; here either is a ValueError naming the first
+    such entry (an estimator has no log to warn in)."""
+    data = values.data if hasattr(values, "tocsr") else values
+    flat = np.ascontiguousarray(np.asarray(data, dtype=np.float64).ravel())
+    bad = (first_unusable_weight if weights else first_beyond_float32)(flat)
+    if bad < 0:
+        return
+    at = np.unravel_index(bad, np.shape(data)) if not hasattr(values, "tocsr") else (bad,)
+    what = "finite, not negative and within float32" if weights else \
+        "finite and within float32 (about 3.4e38)"
+    index = ", ".join(str(int(k)) for k in at)
+    raise ValueError(f"{name}[{index}] = {float(flat[bad])!r}: every value must be {what}, "
+                     "as the learner reads numbers")
 
 
 def matrix_batch(X, labels: np.ndarray | None = None,

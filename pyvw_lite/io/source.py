@@ -330,7 +330,7 @@ class LineChunks:
                 if not data:
                     break
                 buf = np.frombuffer(data, dtype=np.uint8)
-                starts, ends, consumed = split_lines(buf, final)
+                starts, ends, consumed = split_lines(buf, final, cr=True)
                 if starts.shape[0]:
                     yield buf, starts, ends, line_no
                     line_no += starts.shape[0]

@@ -252,6 +252,18 @@ def _to_float32(value):
 
 
 @kernel
+def fits_float32(value):
+    """Finite, and finite once rounded to float32 (3.4e38 is, 1e39 is not), as VW stores it."""
+    return math.isfinite(value) and math.isfinite(_to_float32(value))
+
+
+@kernel
+def unusable_weight(value):
+    """An importance weight VW cannot learn with: negative, or infinite as a float32."""
+    return value < 0.0 or math.isinf(_to_float32(value))
+
+
+@kernel
 def _set_error(ex_int, i, code, err_start, err_end):
     ex_int[i, STATUS] = MALFORMED
     ex_int[i, ERR_CODE] = code
@@ -427,14 +439,14 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[0], tok_e[0])
                 if used != tok_e[0] - tok_s[0] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_LABEL_NOT_NUMBER, tok_s[0], tok_e[0])
-                elif not math.isfinite(_to_float32(value)):
+                elif not fits_float32(value):
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[0], tok_e[0])
                 ex_float[i, LABEL] = _to_float32(value)
             if n_tok > 1:
                 value, used = parse_number(buf, tok_s[1], tok_e[1])
                 if used != tok_e[1] - tok_s[1] or math.isnan(value):
                     _set_error(ex_int, i, ERR_BAD_IMPORTANCE, tok_s[1], tok_e[1])
-                elif value < 0.0 or math.isinf(_to_float32(value)):
+                elif unusable_weight(value):
                     # a number, but no weight (negative, infinite, or beyond float32 as 1e39):
                     # the example stays (predicted, not learned, as VW does with a negative
                     # one); the note is for the caller's warning
@@ -447,7 +459,7 @@ def parse_lines(buf, line_starts, line_ends, hash_seed, hash_all, parse_label_nu
                 value, used = parse_number(buf, tok_s[2], tok_e[2])
                 if used != tok_e[2] - tok_s[2] or not math.isfinite(value):
                     _set_error(ex_int, i, ERR_BAD_INITIAL, tok_s[2], tok_e[2])
-                elif not math.isfinite(_to_float32(value)):
+                elif not fits_float32(value):
                     _set_error(ex_int, i, ERR_BEYOND_FLOAT32, tok_s[2], tok_e[2])
                 ex_float[i, INITIAL] = _to_float32(value)
         # ---- namespace segments
@@ -638,10 +650,24 @@ def parse_buffer(buf: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray
                        line_ends=line_ends)
 
 
-def split_lines(buf: np.ndarray, final: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """Starts and ends (newline excluded) of the complete lines in ``buf``, and the offset where
-    the unfinished remainder starts.  With ``final`` an unterminated last line is a line too."""
+def line_terminators(buf: np.ndarray, final: bool) -> np.ndarray:
+    """Positions of the bytes that end lines: every LF, and every CR not followed by LF (old
+    Mac ends); a CR that ends ``buf`` ends a line only when ``final`` (an LF may follow)."""
     newlines = np.flatnonzero(buf == 10)
+    if not (buf == CR).any():
+        return newlines
+    returns = np.flatnonzero(buf == CR)
+    following = np.minimum(returns + 1, buf.shape[0] - 1)
+    lone = np.where(returns + 1 < buf.shape[0], buf[following] != 10, final)
+    return np.union1d(newlines, returns[lone])
+
+
+def split_lines(buf: np.ndarray, final: bool,
+                cr: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """Starts and ends (line end excluded) of the complete lines in ``buf``, and the offset
+    where the rest starts; with ``final`` an unterminated last line is a line too.  Lines end
+    at LF, with ``cr`` (files) at a lone CR too; API text keeps a CR (a feature separator)."""
+    newlines = line_terminators(buf, final) if cr else np.flatnonzero(buf == 10)
     starts = np.empty(newlines.shape[0] + 1, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines + 1

@@ -8,12 +8,40 @@ import numpy as np
 
 from ..io.vw_text import (ERR_CODE, ERR_NEGATIVE_IMPORTANCE, LABEL, MALFORMED, NLABEL, OK, STATUS,
                           ParsedBatch, describe_error, parse_buffer, split_lines)
+from ..learners import gd
 from ..learners.losses import HINGE, LOGISTIC
 from ..reductions.multiclass import FATAL, INVALID, UNLABELLED
 
 
 class ParseError(ValueError):
     """A malformed example under ``--strict_parse`` (the message names file, line and text)."""
+
+
+class Diverged(ValueError):
+    """Learning gave a loss or prediction that is not a finite number: the run stops (the
+    message names the example and the rates that drove it there)."""
+
+
+def check_finite(config, batch: ParsedBatch, rows: np.ndarray, outputs: tuple) -> tuple:
+    """The kernels' ``outputs`` (predictions, raw, losses, features) of a batch, or
+    :class:`Diverged` when its losses or (numeric) predictions are not all finite, naming the
+    first such example and the learning rates of ``config``: a NaN prediction is never written
+    as one.  Two vectorised passes over a batch's outputs."""
+    pred, _, loss, _ = outputs
+    finite = np.isfinite(loss)
+    if pred.dtype.kind == "f":
+        finite &= np.isfinite(pred) if pred.ndim == 1 else np.isfinite(pred).all(axis=1)
+    if finite.all():
+        return outputs
+    k = int(np.flatnonzero(~finite)[0])
+    o = config.options
+    rates = f"-l {config.eta:g}"
+    if config.dyadic is not None:
+        rates += f" with --dyad_rate {config.dyadic.settings['rate']:g}"
+    where = f" (given, or stored in {o.initial_regressor})" if o.initial_regressor else ""
+    raise Diverged(f"{batch.source}:{batch.first_line + int(rows[k])}: learning diverged (a "
+                   f"{'loss' if not np.isfinite(loss[k]) else 'prediction'} that is not a finite "
+                   f"number) under {rates}{where}; a smaller -l learns these examples")
 
 
 class ExampleChecks:
@@ -64,7 +92,7 @@ class ExampleChecks:
                 raise ParseError(message)
             self.log(f"[warning] {message}; example skipped")
         self.skipped += bad.size
-        rows = np.flatnonzero(status == OK)
+        rows = self.bounded_rows(batch, np.flatnonzero(status == OK))
         for row in rows[batch.ex_int[rows, ERR_CODE] == ERR_NEGATIVE_IMPORTANCE]:
             self._predict_only(batch, int(row), describe_error(batch, int(row)))
             batch.ex_int[row, ERR_CODE] = 0  # reported once, also when the batch is cached
@@ -143,7 +171,29 @@ class ExampleChecks:
             self.skipped += skipped
         return rows[keep]
 
+    def bounded_rows(self, batch: ParsedBatch, rows: np.ndarray) -> np.ndarray:
+        """``rows`` without the examples whose interactions would generate more than
+        ``MAX_INTERACTION_FEATURES`` features, each skipped with a warning naming its line
+        (``--strict_parse``: fatal).  Counted from namespace sizes, one kernel call a batch."""
+        interactions = self.config.interactions
+        if not interactions.array.shape[0] or not rows.size:
+            return rows
+        sizes = np.empty(rows.size)
+        gd.interaction_sizes(rows, batch.ex_int, batch.seg, self.config.ignore,
+                             interactions.array, interactions.width, sizes)
+        big = sizes > gd.MAX_INTERACTION_FEATURES
+        for k in np.flatnonzero(big):
+            message = (f"{batch.source}:{batch.first_line + int(rows[k])}: its interactions "
+                       f"would generate {sizes[k]:.3g} features, more than "
+                       f"{gd.MAX_INTERACTION_FEATURES:,} per example")
+            if self.config.options.strict_parse:
+                raise ParseError(message)
+            self.log(f"[warning] {message}; example skipped")
+        self.skipped += int(big.sum())
+        return rows[~big]
+
     def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
-        """Rows of a batch read back from the cache (validated when it was written)."""
-        rows = np.arange(batch.ex_int.shape[0])
+        """Rows of a batch read back from the cache (validated when it was written; the
+        interactions, which a cache does not record, are bounded again)."""
+        rows = self.bounded_rows(batch, np.arange(batch.ex_int.shape[0]))
         return self.multiclass_rows(batch, rows, report=False) if self.config.reduction else rows

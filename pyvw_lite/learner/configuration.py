@@ -34,6 +34,28 @@ def checked_schedule(path: str, name: str, value) -> float:
     return float(value)
 
 
+# -l (after VW's --initial_t^--power_t factor of plain updates) is at most a million; under
+# --dyad its product with the latent rate's fraction --dyad_rate at most 100: the logistic flow
+# overflowed to NaN from a product of 1,000 on (generated ratings, three seeds, every form)
+MAX_LEARNING_RATE = 1e6
+MAX_LATENT_PRODUCT = 100.0
+
+
+def check_rates(options: Options, eta: float, latent_rate: float | None) -> None:
+    """The learning rate ``eta`` the kernels take, and with ``latent_rate`` (``--dyad_rate``,
+    a fraction of it) the latent one, within the range where the updates stay finite."""
+    where = f" (given, or stored in {options.initial_regressor})" \
+        if options.initial_regressor else ""
+    if not 0.0 <= eta <= MAX_LEARNING_RATE:
+        gives = f" gives a rate of {eta:g};" if eta != options.learning_rate else ""
+        raise OptionError(f"option '--learning_rate': {options.learning_rate:g}{where}{gives} "
+                          f"must be between 0 and {MAX_LEARNING_RATE:g}")
+    if latent_rate is not None and eta * latent_rate > MAX_LATENT_PRODUCT:
+        raise OptionError(f"options '-l {eta:g} --dyad_rate {latent_rate:g}'{where}: their "
+                          f"product, the latent rate, must be at most {MAX_LATENT_PRODUCT:g} "
+                          "(beyond it the latent updates overflow)")
+
+
 class Configuration:
     """What a learner's options decide, checked: the update rule and its rates, the hashing, the
     reduction stack and the weight table's layout (a resumed model's).
@@ -225,12 +247,17 @@ class Configuration:
         settings = self.dyadic.settings if self.dyadic is not None else None
         if settings and model is not None:
             self.resume_schedule(settings, model)
+        check_rates(o, self.eta, settings["rate"] if settings else None)
         # the latent rate's --dyad_decay so far: a model keeps it, so a resumed run goes on
         # where it stopped (one saved before the option had none: 1)
         self.latent_scale = 1.0
         if settings and model is not None and "dyad_rate_scale" in model.state:
             self.latent_scale = checked_schedule(o.initial_regressor, "latent rate scale",
                                                  model.state["dyad_rate_scale"])
+            if self.latent_scale < dyad.lowest_latent_scale(settings["rate"]):  # as a pass stops
+                raise ModelError(f"{o.initial_regressor}: malformed model (latent rate scale "
+                                 f"{self.latent_scale!r} takes the latent rate "
+                                 f"{settings['rate']:g} below {dyad.MIN_LATENT_RATE:g})")
         params[gd.P_LATENT_RATE] = settings["rate"] * self.latent_scale if settings else 1.0
         params[gd.P_DYAD_POWER_T] = settings["power_t"] if settings else o.power_t
         params[gd.P_DYAD_SEED] = o.dyad_seed & 0xFFFFFFFF

@@ -18,10 +18,10 @@ from ..learners import gd
 from ..learners.losses import LOGISTIC
 from ..options import Options, options_from
 from ..reductions import interactions as interactions_mod
-from ..reductions.dyad import MIN_LATENT_RATE, dyadic_hmin_examples
+from ..reductions.dyad import dyadic_hmin_examples, lowest_latent_scale
 from ..reductions.multiclass import UNLABELLED
 from ..reductions.scorer import logistic
-from .checks import ExampleChecks
+from .checks import ExampleChecks, check_finite
 from .configuration import Configuration, writable
 from .model_options import resumed_options
 from .outputs import check_outputs
@@ -155,8 +155,7 @@ class Learner:
         return self.checks.valid_rows(batch)
 
     def prepare_cached(self, batch: ParsedBatch) -> np.ndarray:
-        """Rows of a batch read back from the cache (validated when it was written)."""
-        return self.checks.prepare_cached(batch)
+        return self.checks.prepare_cached(batch)  # rows of a batch read back from the cache
 
     @property
     def last_rows(self) -> np.ndarray:
@@ -217,9 +216,12 @@ class Learner:
         sampler's code."""
         return gd.learn_examples if self.active is not None else gd.learn_passive
 
-    def run_kernel(self, batch: ParsedBatch, rows: np.ndarray, holdout: np.ndarray,
-                   training: bool):
-        """Run the learner's kernels on ``rows``: (predictions, raw scores, losses, features)."""
+    def run_kernel(self, batch: ParsedBatch, rows, holdout, training: bool):
+        """The kernels' (predictions, raw scores, losses, features) of ``rows``, finite."""
+        outputs = self._run_kernel(batch, rows, holdout, training)
+        return check_finite(self.config, batch, rows, outputs)
+
+    def _run_kernel(self, batch, rows, holdout, training):
         n = rows.shape[0]
         pred = np.empty(n)
         raw = np.empty(n)
@@ -336,8 +338,7 @@ class Learner:
 
     def set_latent_scale(self, scale: float) -> None:
         """Learn latent vectors at ``scale`` × ``--dyad_rate``, at least its lower bound."""
-        floor = MIN_LATENT_RATE / self.dyadic.settings["rate"]  # a rate of 0 makes the flow NaN
-        self.latent_scale = max(float(scale), min(floor, 1.0))
+        self.latent_scale = max(float(scale), lowest_latent_scale(self.dyadic.settings["rate"]))
         self.params[gd.P_LATENT_RATE] = self.dyadic.settings["rate"] * self.latent_scale
 
     def learn(self, examples) -> np.ndarray:

@@ -270,6 +270,37 @@ def _compile_interactions(interactions, inter_width, present, n_present, leave_d
     return tuples, widths, kept
 
 
+# the features the interactions may generate for one example: 2^26 (67 million, 1 GiB of
+# slots and values); a 60 MB line under -q aa asked for about 1e15 and ran for hours
+MAX_INTERACTION_FEATURES = 1 << 26
+
+
+@kernel
+def interaction_sizes(rows, ex_int, seg, ignore, interactions, inter_width, out):
+    """An upper bound of the features each row's interactions generate, from its namespace
+    sizes before anything is expanded: the product of the namespaces' feature counts per term
+    (a wildcard term: the example's features to the term's width), summed, in float64."""
+    for e in range(rows.shape[0]):
+        row = rows[e]
+        s0 = ex_int[row, SEG_START]
+        s1 = ex_int[row, SEG_END]
+        total = 0.0
+        for t in range(interactions.shape[0]):
+            term = 1.0
+            for k in range(inter_width[t]):
+                if interactions[t, k] == WILDCARD:
+                    size = 0
+                    for s in range(s0, s1):
+                        if ignore[seg[s, SEG_BYTE]] != IGNORED:
+                            size += seg[s, SEG_FEND] - seg[s, SEG_FSTART]
+                else:
+                    first, last = namespace_range(seg, s0, s1, interactions[t, k], ignore)
+                    size = last - first
+                term *= size
+            total += term
+        out[e] = total
+
+
 @kernel
 def expand_features(rows, ex_int, seg, feat_hash, feat_value, mask, ignore, use_constant,
                     interactions, inter_width, leave_duplicates, starts, slots, values, origins,

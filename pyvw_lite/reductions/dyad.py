@@ -100,6 +100,14 @@ def in_schedule_range(name: str, value: float) -> bool:
     return low <= value <= high and value > 0.0
 
 
+def lowest_latent_scale(rate: float) -> float:
+    """The smallest factor the latent ``rate`` may take from ``--dyad_decay``: the one that
+    brings it to ``MIN_LATENT_RATE`` (a rate of 0 makes the flow NaN), or 1 for a rate at the
+    bound already.  A decayed rate stops there, and a model's stored factor is checked
+    against it."""
+    return min(MIN_LATENT_RATE / rate, 1.0)
+
+
 @kernel(inline="always")
 def row_shrink(rate, importance, penalty, count):
     """The proximal factor of the per-row ridge ``penalty`` (ALS's lambda) on one update of a

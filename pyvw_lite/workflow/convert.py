@@ -17,7 +17,7 @@ from ..io.atomic import atomic_write
 from ..io.crowd_input import (STRICT, Column, CrowdData, CrowdInputError, RowPolicy,
                               choose_labels, label_index, looks_like_blocks, read_blocks,
                               read_columns)
-from .evaluate import split_prediction
+from .evaluate import label_fields, split_prediction
 
 MAP_FORMAT = "pyvw-lite label map 1"
 
@@ -178,7 +178,7 @@ def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
     rows = []
     with open(predictions, encoding="utf-8", errors="strict") as handle:
         for line_number, line in enumerate(_lines(handle, predictions), start=1):
-            fields = line.split()
+            fields = label_fields(line, example=False)  # as the learner split its tag
             if not fields:
                 continue
             prediction, rest = split_prediction(fields)

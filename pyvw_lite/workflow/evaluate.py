@@ -11,6 +11,7 @@ import numpy as np
 
 from ..io.crowd_input import CrowdInputError, read_gold, read_table
 from ..io.source import LineChunks
+from ..io.arrays import first_beyond_float32
 
 Z_95 = 1.959963984540054
 
@@ -161,10 +162,10 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float
             except UnicodeDecodeError as exc:
                 raise ValueError(f"{path}:{first_line + offset}: not UTF-8 text ({exc.reason} "
                                  f"at column {exc.start + 1})") from None
-            fields = line.split()
+            fields = label_fields(line, example=not scores)
             if scores and fields:
                 fields = [split_prediction(fields)[0]]
-            if fields and not fields[0].startswith("|"):
+            if fields:
                 weight = _number(fields[1]) if len(fields) > 1 and not scores else None
                 if weight is not None and not 0.0 <= weight <= _FLOAT32_MAX:
                     raise ValueError(f"{path}:{first_line + offset}: importance weight "
@@ -172,9 +173,27 @@ def _first_tokens(path: str, scores: bool = False) -> list[tuple[int, str, float
                                      "learner does not learn from such a line either)")
                 tokens.append((first_line + offset, fields[0],
                                1.0 if weight is None else weight))
-            elif fields:
+            elif line.strip(" \t\r"):  # an example without a label
                 tokens.append((first_line + offset, "", 1.0))
     return tokens
+
+
+def label_fields(line: str, example: bool = True) -> list[str]:
+    """The label fields of an example (label, importance, initial value; its tag left out) as
+    the parser reads them: the text before the first ``|``, after its first tab, split at
+    ASCII spaces only (U+00A0 or U+2028 stay inside a field); the last field is the tag when
+    it starts with ``'`` or touches the ``|``.  With ``example`` false, the fields of a ``-p``
+    line the learner wrote (prediction, tag): the line split at ASCII spaces.  The line's end
+    (LF, CR) is no part of a field."""
+    line = line.rstrip("\r\n")
+    if not example:
+        return [field for field in line.split(" ") if field]
+    section = line.partition("|")[0]
+    section = section.split("\t", 1)[1] if "\t" in section else section
+    fields = [field for field in section.split(" ") if field]
+    if fields and (fields[-1].startswith("'") or not section.endswith(" ")):
+        fields.pop()
+    return fields
 
 
 def split_prediction(fields: list[str]) -> tuple[str, list[str]]:
@@ -216,21 +235,56 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _as_classes(labels: list[str], predictions: list[str], threshold: float | None,
-                where: str) -> tuple[list[str], list[str], list[str]]:
-    """Labels and predictions as class names, and notes on how they were read.
+def _looks_numeric(text: str) -> bool:
+    """Whether Python reads ``text`` as a float at all (``nan``, ``inf`` and ``1e39``
+    included): such a label is no class name."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_as_numbers(labels: list[tuple[str, int, str]], names: bool,
+                    threshold: float | None) -> bool:
+    """Whether labels and predictions are numbers (else names, compared as text): as the user
+    said (``names``; a ``threshold`` is for numbers), else as the first labelled line whose
+    label is a number within float32 or no number at all: one odd line decides nothing.
+    ``labels``: ``(path, line, label)`` of the labelled examples."""
+    if names or threshold is not None:
+        return not names
+    for _, _, label in labels:
+        if not _looks_numeric(label):
+            return False
+        if first_beyond_float32(np.array([float(label)])) < 0:
+            return True
+    return True
+
+
+def numbers_of(rows: list[tuple[str, int, str]], decided: str) -> list[float]:
+    """Each text of ``rows`` (``(path, line, text)``) as a number within float32, else a
+    ValueError naming its file, line and text and what decided that the texts are numbers."""
+    parsed = np.array([float(text) if _looks_numeric(text) else math.nan
+                       for _, _, text in rows], dtype=np.float64)
+    bad = first_beyond_float32(parsed)
+    if bad >= 0:
+        path, line, text = rows[bad]
+        raise ValueError(f"{path}:{line}: {text!r} is not a number within float32 ({decided}; "
+                         "--names compares labels as text)")
+    return parsed.tolist()
+
+
+def _as_classes(y: list[float], p: list[float], threshold: float | None
+                ) -> tuple[list[str], list[str], list[str]]:
+    """Numeric labels ``y`` and predictions ``p`` as class names, and notes on how they were
+    read.
 
     * Labels -1/1 (or 0/1 with real-valued predictions) are binary: a prediction is its sign,
       or above 0.5 when every prediction lies in [0, 1] (probabilities, ``--link logistic``);
       ``threshold`` overrides both.
     * Integer labels with integer predictions are classes (``--oaa``/``--ect``/``--sft``).
-    * Names (``--named_labels``) are compared as they are.
-    * Other numbers are regression labels, which have no 0/1 loss: an error.
+    * Other numbers are regression labels, which have no 0/1 loss: :class:`Regression`.
     """
-    y = [_number(text) for text in labels]
-    p = [_number(text) for text in predictions]
-    if any(value is None for value in y) or any(value is None for value in p):
-        return labels, predictions, []
     values = set(y)
     integral = all(value.is_integer() for value in p)
     classes = integral and any(value not in (-1.0, 0.0, 1.0) for value in p)  # 2, 3, ...
@@ -305,37 +359,35 @@ def regression_difference(a: RegressionEvaluation, b: RegressionEvaluation) -> s
     return "; ".join(lines) + f" on {a.n} examples"
 
 
-def evaluate_predictions(predictions: str, data: str,
-                         threshold: float | None = None) -> Evaluation:
+def evaluate_predictions(predictions: str, data: str, threshold: float | None = None,
+                         names: bool = False) -> Evaluation | RegressionEvaluation:
     """Predictions (``-p`` output, one per example) against the labels of the same examples;
-    ``threshold``: where a binary prediction turns positive (default: see :func:`_as_classes`)."""
+    ``threshold``: where a binary prediction turns positive (default: see :func:`_as_classes`);
+    ``names``: compare labels and predictions as text (else :func:`read_as_numbers` decides)."""
     predicted = _first_tokens(predictions, scores=True)
     labelled = _first_tokens(data)
     if len(predicted) != len(labelled):
         raise CrowdInputError(f"{predictions}: {len(predicted)} predictions for {len(labelled)} "
                               f"examples in {data}")
     truth, guesses, weights = [], [], []
-    for (line, label, weight), (_, prediction, _) in zip(labelled, predicted):
+    for (line, label, weight), (predicted_line, prediction, _) in zip(labelled, predicted):
         if not label:
             continue  # an unlabelled example has nothing to score
-        truth.append(_head(label))
-        guesses.append(_head(prediction))
+        truth.append((data, line, _head(label)))
+        guesses.append((predictions, predicted_line, _head(prediction)))
         weights.append(weight)
     if not truth:
         raise CrowdInputError(f"{data}: no labelled examples to score")
-    try:
-        truth, guesses, notes = _as_classes(truth, guesses, threshold, data)
-    except Regression as numeric:
-        for values, path in ((numeric.labels, data), (numeric.predictions, predictions)):
-            if not (np.abs(values) <= _FLOAT32_MAX).all():  # squares of 1e308 are inf
-                raise ValueError(f"{path}: a number beyond float32 (the learner reads none; "
-                                 "its errors and squares would not be finite)") from None
-        errors = numeric.predictions - numeric.labels
-        if not np.isfinite(errors ** 2).all():
-            raise ValueError(f"{predictions}: errors whose squares are not finite") from None
-        ignored = [] if threshold is None else [
-            f"--threshold {threshold:g} ignored: the labels are numbers, scored by their errors"]
-        return RegressionEvaluation(errors=errors, notes=ignored)
+    if not read_as_numbers(truth, names, threshold):
+        truth, guesses, notes = [t for _, _, t in truth], [g for _, _, g in guesses], []
+    else:
+        decided = "--threshold scores numbers" if threshold is not None else \
+            f"the first labelled line of {data} has a number for its label"
+        try:
+            truth, guesses, notes = _as_classes(numbers_of(truth, decided),
+                                                numbers_of(guesses, decided), threshold)
+        except Regression as numeric:
+            return _regression(numeric, predictions, threshold)
     result = confusion_of(truth, guesses)
     weights = np.array(weights)
     if (weights != 1.0).any() and weights.sum() > 0:  # VW's average loss weighs by importance
@@ -344,6 +396,17 @@ def evaluate_predictions(predictions: str, data: str,
                      "above give each example one vote)")
     result.notes = notes
     return result
+
+
+def _regression(numeric: Regression, predictions: str,
+                threshold: float | None) -> RegressionEvaluation:
+    """The errors of numeric predictions (every number within float32 already)."""
+    errors = numeric.predictions - numeric.labels
+    if not np.isfinite(errors ** 2).all():
+        raise ValueError(f"{predictions}: errors whose squares are not finite")
+    ignored = [] if threshold is None else [
+        f"--threshold {threshold:g} ignored: the labels are numbers, scored by their errors"]
+    return RegressionEvaluation(errors=errors, notes=ignored)
 
 
 def evaluate_labels(labels: str, truth: str) -> Evaluation:
