@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from crowd_shared import ALL_27, SHARED, present
-from pyvw_lite.crowd import baselines, kernels
+from pyvw_lite.crowd import baselines, kernels, online
 from pyvw_lite.crowd.batch import batch_em
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
 from pyvw_lite.crowd.online import run_online
@@ -83,9 +83,12 @@ def _small_data():
     return rows
 
 
-def test_the_statistics_hold_each_item_once(tmp_path):
+@pytest.mark.parametrize("fraction", (0.0, 0.25, 1.0))
+def test_the_statistics_hold_each_item_once(tmp_path, monkeypatch, fraction):
     """After any number of passes, stats[m, l, k] is the sum over slot m's answers l of the
-    answering item's latest posterior of truth k: each pass replaces an item's contribution."""
+    answering item's latest posterior of truth k: each pass replaces an item's contribution,
+    whether the M-step follows every item or a block of them (``BLOCK_FRACTION``)."""
+    monkeypatch.setattr(online, "BLOCK_FRACTION", fraction)
     path = tmp_path / "answers.csv"
     path.write_text("\n".join(_small_data()) + "\n")
     data = read_answers(str(path))
