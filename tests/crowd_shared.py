@@ -3,7 +3,8 @@
 The folder ``../shared/datasets/crowd`` beside the repository holds 27 sets; the defaults were
 chosen on the first 21 of them (``FIRST_21``), and the tests that hold the defaults to their
 promises name those sets rather than whatever the folder holds, so that a set added there is
-studied before it is scored on.
+studied before it is scored on.  ``ALL_27`` names every set of the folder, sorted by name, for
+tests that hold a property on all of them.
 """
 from __future__ import annotations
 
@@ -17,6 +18,15 @@ FIRST_21 = (
     "labelme_rodrigues", "nyt_relevance_3p", "roitero_politifact_s6",
     "s4_Face_Sentiment_Identification", "s4_Relevance", "slr_loneliness", "smem_dog", "smem_web",
     "snow_rte", "snow_temp", "snow_wsd",
+)
+
+ALL_27 = (
+    "act_CF", "act_MS", "act_ZenCrowd_all", "act_ZenCrowd_in", "act_ZenCrowd_us", "cifar10n",
+    "crowdscale13_fact_eval", "crowdtruth_medrel_cause", "cubam_bluebirds", "cubam_ducks",
+    "d_jn-product", "d_sentiment", "gal_hitspam_crowdflower", "geirhos_sketch",
+    "geirhos_stylized", "labelme_rodrigues", "nyt_relevance_3p", "roitero_politifact_s6",
+    "s4_Face_Sentiment_Identification", "s4_Relevance", "s5_AdultContent", "slr_loneliness",
+    "smem_dog", "smem_web", "snow_rte", "snow_temp", "snow_wsd",
 )
 
 

@@ -1,10 +1,13 @@
-"""Online EM against batch EM of the same model (issue 38: "the online path keeps its promise").
+"""Online EM against batch EM of the same model.
 
-Online EM without --batch fits the nominal label model of ``--batch --method em`` one item at a
-time, on sufficient statistics (crowd/online.py).  On the 21 shared real sets, ten passes come
-within 0.01 of batch EM's accuracy except on the sets listed in ``GAPS``, whose measured gap
-(batch minus online) is asserted not to grow.  The sets live in ../shared/datasets/crowd beside
-the repository (skipped elsewhere, as in test_crowd_default.py).
+Online EM without --batch fits the nominal label model of ``--batch --method em`` on sufficient
+statistics, in stream order (crowd/online.py).  On the 27 shared real sets, ten passes come
+within 0.01 of batch EM's accuracy except on the sets listed in ``GAPS``, where the two end at
+different stationary points of the same objective and the measured gap (batch minus online) is
+asserted not to grow; on the small sets, the command's default pass count does not
+collapse (the stochastic-gradient schedule it replaced put nyt_relevance_3p at 0.31 against
+batch EM's 0.575).  The sets live in ../shared/datasets/crowd beside the repository (skipped
+elsewhere, as in test_crowd_default.py).
 """
 from __future__ import annotations
 
@@ -12,17 +15,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowd_shared import SHARED, present
-from pyvw_lite.crowd import kernels
+from crowd_shared import ALL_27, SHARED, present
+from pyvw_lite.crowd import baselines, kernels, online
 from pyvw_lite.crowd.batch import batch_em
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
 from pyvw_lite.crowd.online import run_online
+from pyvw_lite.crowd.run import CrowdRun
 from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold
 
-SETS = present()
+SETS = present(ALL_27)
 PASSES = 10
-# batch minus online accuracy at 10 passes, measured 2026-11-27 (docs/crowd.md)
-GAPS = {"slr_loneliness": 0.0200, "nyt_relevance_3p": -0.0167}
+# batch minus online accuracy at 10 passes, measured 2026-11-29 (docs/crowd.md): no M-step
+# schedule measured by tests/accuracy/crowd_online_schedule.py closes them
+GAPS = {"nyt_relevance_3p": -0.0167, "s5_AdultContent": -0.0150, "slr_loneliness": 0.0200}
+# the sets of at most 300 items, where a schedule's first steps decide
+SMALL = present(("act_CF", "cubam_bluebirds", "cubam_ducks", "nyt_relevance_3p",
+                 "roitero_politifact_s6", "slr_loneliness", "snow_wsd"))
 
 
 def _online(data, passes):
@@ -31,20 +39,37 @@ def _online(data, passes):
     return model, run_online(data, model, test_only=True).q
 
 
-@pytest.mark.parametrize("name", SETS)
-def test_online_em_is_within_001_of_batch_em(name):
+def _scored(name):
     data = read_answers(str(SHARED / name / "answers.csv"))
     known = known_labels(data, read_gold(str(SHARED / name / "truth.csv")), "truth")
     scored = known >= 0
     config = CrowdConfig(n_labels=data.n_labels, label_names=data.label_names,
                          worker_map="exact")
-    batch = (batch_em(data, config).q.argmax(axis=1)[scored] == known[scored]).mean()
-    online = (_online(data, PASSES)[1].argmax(axis=1)[scored] == known[scored]).mean()
-    gap = batch - online
-    if name in GAPS:
-        assert abs(gap) <= abs(GAPS[name]) + 0.005, (name, batch, online)
-    else:
-        assert abs(gap) <= 0.01, (name, batch, online)
+
+    def accuracy(q):
+        return (q.argmax(axis=1)[scored] == known[scored]).mean()
+
+    return data, accuracy, accuracy(batch_em(data, config).q)
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_online_em_is_within_001_of_batch_em(name):
+    data, accuracy, batch = _scored(name)
+    online = accuracy(_online(data, PASSES)[1])
+    allowed = abs(GAPS[name]) + 0.005 if name in GAPS else 0.01
+    assert abs(batch - online) <= allowed, (name, batch, online)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_the_default_passes_do_not_collapse_on_a_small_set(name):
+    """At the command's default pass count, no small set falls below the lower of batch EM's
+    and majority vote's accuracy by more than 0.01."""
+    data, accuracy, batch = _scored(name)
+    assert data.n_items <= 300
+    default_passes = CrowdRun(answers="").passes
+    online = accuracy(_online(data, default_passes)[1])
+    vote = accuracy(baselines.majority_vote(data))
+    assert online >= min(batch, vote) - 0.01, (name, online, batch, vote)
 
 
 def _small_data():
@@ -58,9 +83,12 @@ def _small_data():
     return rows
 
 
-def test_the_statistics_hold_each_item_once(tmp_path):
+@pytest.mark.parametrize("fraction", (0.0, 0.25, 1.0))
+def test_the_statistics_hold_each_item_once(tmp_path, monkeypatch, fraction):
     """After any number of passes, stats[m, l, k] is the sum over slot m's answers l of the
-    answering item's latest posterior of truth k: each pass replaces an item's contribution."""
+    answering item's latest posterior of truth k: each pass replaces an item's contribution,
+    whether the M-step follows every item or a block of them (``BLOCK_FRACTION``)."""
+    monkeypatch.setattr(online, "BLOCK_FRACTION", fraction)
     path = tmp_path / "answers.csv"
     path.write_text("\n".join(_small_data()) + "\n")
     data = read_answers(str(path))

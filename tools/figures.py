@@ -914,6 +914,32 @@ def crowd_em(work: Path, records: bool):
     return values, set()
 
 
+@group("crowd_online_schedule", "python tests/accuracy/crowd_online_schedule.py "
+       "--fractions 0,0.25,1 --passes 3,10", slow=True, needs_shared=True)
+def crowd_online_schedule(work: Path, records: bool):
+    """Online EM's M-step after every item or once per block of the file, by leave one source
+    out over every shared set."""
+    out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_online_schedule.py"),
+               "--fractions", "0,0.25,1", "--passes", "3,10", "--cache",
+               str(work / "schedule.json")], timeout=7200)
+    blocks = out.strip().split("\n\n")
+    lines = blocks[1].splitlines()
+    values = {"loso": blocks[0]}
+    tail = [line for line in lines if line.startswith(("fraction", "chosen"))]
+    values["sets"] = sum(1 for line in lines if line.startswith("| ") and "batch EM" not in line)
+    for line in tail:
+        if line.startswith("fraction"):
+            fraction = line.split()[1].rstrip(":")
+            values[f"far10.{fraction}"] = int(line.split(" on ")[1].split()[0])
+            values[f"far10.{fraction}.sets"] = line.split("(")[1].rstrip(")") \
+                if "(" in line else ""
+        else:
+            counts = dict(part.split(": ") for part in line.split(": ", 1)[1].split(", "))
+            values["folds_choosing_0"] = int(counts["0"])
+    values["folds"] = values["loso"].count("\n") - 1
+    return values, set()
+
+
 @group("crowd_vs_crowdkit", "python tests/accuracy/crowd_vs_crowdkit.py --peer-python "
        "$CROWDKIT_PYTHON --passes 1", slow=True, needs_shared=True, needs=needs_crowdkit)
 def crowd_vs_crowdkit(work: Path, records: bool):
