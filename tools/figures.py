@@ -497,7 +497,8 @@ def sklearn_defaults(work: Path, records: bool):
 
 @group("sklearn_proba", "cd tests/accuracy && python sklearn_proba.py (predict_proba "
        "candidates on sklearn_defaults.py's classification sets, with statsmodels and "
-       "palmerpenguins installed)", slow=True, needs=lambda: needs_packaged_sets())
+       "palmerpenguins installed)", slow=True, timings=True,
+       needs=lambda: needs_packaged_sets())
 def sklearn_proba(work: Path, records: bool):
     out = run([sys.executable, "sklearn_proba.py"], cwd=ROOT / "tests" / "accuracy",
               timeout=7200).strip().splitlines()
