@@ -6,10 +6,12 @@ OUT := demo-out
 
 .PHONY: install test demo bench figures clean clean-cache
 
-# The demo needs only the package and matplotlib; the tests add their own extras on top.
+# The demo's environment runs every block README.md and docs/ show: matplotlib for plots, pandas
+# and scikit-learn for the Python blocks (tests/test_readme.py builds it this way); the dask
+# executors' extra is named where the docs use it; the tests add their own extras on top.
 $(VENV)/.demo-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[plot]'
+	$(BIN)/python -m pip install --quiet -e '.[plot,pandas,sklearn]'
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.demo-installed

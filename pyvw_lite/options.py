@@ -266,34 +266,146 @@ UPDATE_FLAGS = ("sgd", "adaptive", "normalized", "invariant")  # together they p
 BY_SHORT = {opt.short: opt for opt in OPTIONS if opt.short}
 ALIASES = {"learning-rate": "learning_rate"}
 
-# VW options this learner does not implement, with what to use instead: a VW user gets the
-# reason, not "unrecognised option".
-_COST_SENSITIVE = ("cost-sensitive and contextual-bandit reductions are not part of pyvw-lite; "
-                   "its multiclass reductions are --oaa, --ect and --sft")
+# Every option and loss of VW 9.11.9 that pyvw-lite refuses, grouped by what it belongs to, with
+# the reason and what to use instead: a VW user gets the reason, never "unrecognised option".  A
+# key "loss_function=poisson" is a value of an option pyvw-lite has.  tests/test_cli.py checks
+# that every name of vw_options.VW_OPTIONS is an option here or a key of this table.
 _BATCH = "pyvw-lite learns online only (use --passes with -c for more passes)"
-_OTHER_ONLINE = ("its online learner is VW's default SGD (adaptive, normalized, invariant "
-                 "updates; --sgd, --l1, --l2); FTRL, PiSTOL and coin betting are not implemented")
-NOT_IMPLEMENTED = {
-    "lrqfa": "use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
-    "daemon": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
-    "port": "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)",
-    "bfgs": _BATCH, "conjugate_gradient": _BATCH, "ftrl": _OTHER_ONLINE,
-    "pistol": _OTHER_ONLINE, "coin": _OTHER_ONLINE,
-    "csoaa": _COST_SENSITIVE, "csoaa_ldf": _COST_SENSITIVE, "wap": _COST_SENSITIVE,
-    "cb": _COST_SENSITIVE, "cb_adf": _COST_SENSITIVE, "cb_explore": _COST_SENSITIVE,
-    "cb_explore_adf": _COST_SENSITIVE, "cbify": _COST_SENSITIVE,
-    "log_multi": "use --oaa, --ect or --sft", "recall_tree": "use --oaa, --ect or --sft",
-    "nn": "no neural-network reduction; --dyad adds a low-rank interaction model",
-    "expectile_q": "its losses are squared, logistic, hinge and quantile",
-    "initial_weight": "weights start at 0 (the constant's at -C W)",
-    "random_weights": "weights start at 0 (the constant's at -C W)",
-    "normal_weights": "weights start at 0 (the constant's at -C W)",
-    "truncated_normal_weights": "weights start at 0 (the constant's at -C W)",
-    "sparse_weights": "its weight table is dense (2^b rows); lower -b to save memory",
-}
-_VW_OTHER = ("pyvw-lite implements VW's linear learner, --oaa/--ect (and its own --sft), "
-             "--lrq as --dyad, interactions, caching and active learning (pyvw-lite --help "
-             "lists its options)")
+_WEIGHTS_START = "weights start at 0 (the constant's at -C W)"
+_DAEMON = "no daemon mode; serve predictions from Python (pyvw_lite.Workspace)"
+_REFUSED = (
+    ("contextual-bandit, exploration and continuous-action reductions are not part of "
+     "pyvw-lite: it learns from a label per example, not from the cost or reward of one chosen "
+     "action (its multiclass reductions are --oaa, --ect and --sft)", """
+     cb cb_adf cb_explore cb_explore_adf cbify cbify_cs cbify_reg cbify_ldf cb_type eval
+     cb_force_legacy cb_to_cbadf rank_all clip_p cb_sample cb_dro cb_dro_alpha cb_dro_tau
+     cb_dro_wmax cb_min_cost cb_max_cost first first_only epsilon bag greedify regcb regcbopt
+     squarecb gamma_scale gamma_exponent elim rnd rnd_alpha rnd_invlambda softmax lambda
+     synthcover synthcoverpsi synthcoversize cover psi nounif ccb_explore_adf all_slots_loss
+     no_predict ccb_no_slot_index slates cats cats_pdf cats_tree tree_bandwidth cb_discrete
+     min_value max_value loss_option loss_report loss_01_ratio loss0 loss1 flip_loss_sign cbzo
+     policy get_pmf sample_pdf cb_explore_pdf pmf_to_pdf baseline_challenger_cb cb_c_alpha
+     cb_c_tau baseline lr_multiplier global_only check_enabled explore_eval multiplier
+     target_rate multiworld_test learn exclude_eval epsilon_decay model_count min_scope
+     epsilon_decay_significance_level epsilon_decay_audit constant_epsilon bonferroni_denominator
+     min_champ_examples initial_epsilon shift_model_bounds reward_as_cost tol_x opt_func
+     challenger_epsilon automl default_lease priority_type priority_challengers verbose_metrics
+     csv_trace interaction_type oracle_type debug_reversed_learn automl_significance_level
+     fixed_significance_level graph_feedback large_action_space max_actions spanner_c
+     thread_pool_size block_size las_hint_explicit_simd two_pass_svd action_cache_slack
+     experimental_igl warm_cb warm_cb_cs warm_start interaction warm_start_update
+     interaction_update corrupt_type_warm_start corrupt_prob_warm_start choices_lambda
+     lambda_scheme overwrite_label sim_bandit ot per_model_save_load"""),
+    ("cost-sensitive reductions are not part of pyvw-lite: it learns one label per example "
+     "(--oaa, --ect or --sft for classes; an importance weight per example for unequal costs)",
+     """csoaa csoaa_ldf wap wap_ldf ldf_override csoaa_rank cs_absolute_loss cs_active
+     domination range_c max_labels min_labels cost_max cost_min csa_debug"""),
+    (_BATCH, "bfgs conjugate_gradient hessian_on mem termination initial_pass_length svrg "
+     "stage_size"),
+    ("its online learner is VW's default SGD (adaptive, normalized, invariant updates; --sgd, "
+     "--l1, --l2); FTRL, PiSTOL, coin betting, FreeGrad, OjaNewton and AdaX are not "
+     "implemented", """ftrl ftrl_alpha ftrl_beta pistol coin freegrad restart project radius
+     fepsilon flipschitz_const OjaNewton sketch_size epoch_size alpha_inverse learning_rate_cnt
+     normalize random_init adax sparse_l2 l1_state l2_state"""),
+    ("an option of VW's --OjaNewton, --active_cover and --memory_tree, none of which pyvw-lite "
+     "implements", "alpha"),
+    ("an option of VW's continuous-action (--cats, --pmf_to_pdf) and kernel-SVM (--ksvm) "
+     "reductions, which pyvw-lite does not implement", "bandwidth"),
+    ("no multilabel, tree-search or memory-based multiclass reductions: use --oaa, --ect or "
+     "--sft", """log_multi no_progress swap_resistance recall_tree max_candidates bern_hyper
+     max_depth node_only randomized_routing plt kary_tree threshold top_k
+     plt_force_load_legacy_model multilabel_oaa memory_tree max_number_of_labels
+     leaf_example_multiplier dream_repeats top_K learn_at_leaf oas dream_at_update online emt
+     emt_tree emt_leaf emt_scorer emt_initial emt_router top"""),
+    ("--oaa updates every class on every example; negatives are not subsampled",
+     "oaa_subsample"),
+    ("no per-class weights: give each example an importance weight in the data (`label weight "
+     "|...`)", "classweight"),
+    ("no neural-network reduction; --dyad adds a low-rank interaction model",
+     "nn inpass multitask dropout meanfield"),
+    ("use --dyad LR --rank K, the low-rank learner with exact importance-aware updates",
+     "lrqfa new_mf"),
+    ("no kernel SVM: its learners are linear (with -q, --cubic or --interactions) and low-rank "
+     "(--dyad)", "ksvm reprocess pool_greedy para_active pool_size subsample kernel degree"),
+    ("no topic model (LDA): pyvw-lite learns supervised models from labelled examples",
+     "lda lda_alpha lda_rho lda_D lda_epsilon minibatch metrics math_mode"),
+    ("no online boosting: pyvw-lite learns one linear or low-rank model (one per class under "
+     "--oaa or --sft)", "boosting gamma alg"),
+    ("no bootstrap ensemble: pyvw-lite learns one model (for a spread, learn several on "
+     "resamples of the data)", "bootstrap bs_type"),
+    ("no stagewise polynomial feature search: name the interactions with -q, --cubic or "
+     "--interactions", "stage_poly sched_exponent batch_sz batch_sz_no_doubling"),
+    ("no polynomial link of the prediction: add the features or interactions it would stand "
+     "for", "autolink"),
+    ("no marginal (running-average) features: put such averages in the data as features",
+     "marginal initial_denominator initial_numerator compete update_before_learn "
+     "unweighted_marginals decay"),
+    ("no confidence reduction; --link logistic (binary) and --probabilities (--oaa, --sft) "
+     "report probabilities", "confidence confidence_after_training"),
+    ("its active learning is VW's --active (simulated with --simulation, or label requests "
+     "written to -p); --active_cover and the tag interface are not implemented",
+     "active_cover beta_scale oracular direct"),
+    ("no learning to search (structured prediction): pyvw-lite makes one prediction per "
+     "example", """search search_task search_metatask search_interpolation search_rollout
+     search_rollin search_passes_per_policy search_beta search_alpha search_total_nb_policies
+     search_trained_nb_policies search_allowed_transitions search_subsample_time
+     search_neighbor_features search_rollout_num_steps search_history_length search_no_caching
+     search_xv search_perturb_oracle search_linear_ordering search_active_verify
+     search_save_every_k_runs"""),
+    ("experience replay is not implemented: --passes (with -c) learns the examples again",
+     "replay_b replay_b_count replay_c replay_c_count replay_m replay_m_count"),
+    ("namespaces keep the names the data gives them: rename them in the data", "redefine"),
+    ("features are read as the data writes them: no generated n-grams, skips, affixes, "
+     "spellings or dictionary features (write them into the data)",
+     "ngram skips affix spelling dictionary dictionary_path"),
+    ("every feature of the data is learned: no per-namespace limit or feature mask (--ignore "
+     "drops a namespace)", "feature_limit feature_mask"),
+    ("interactions follow VW's defaults (combinations within a namespace, namespaces named by "
+     "their first character); this switch is not implemented",
+     "permutations experimental_full_name_interactions interact"),
+    ("--l1/--l2 treat the constant as VW's default does; this switch is not implemented",
+     "no_bias_regularization"),
+    ("its losses are squared, logistic, hinge and quantile", "expectile_q"),
+    (_WEIGHTS_START, "initial_weight random_weights normal_weights truncated_normal_weights"),
+    ("its weight table is dense (2^b rows); lower -b to save memory", "sparse_weights"),
+    ("no feature regularizer files: --l1 and --l2 regularize towards 0",
+     "input_feature_regularizer output_feature_regularizer_binary "
+     "output_feature_regularizer_text"),
+    (_DAEMON, "daemon port foreground num_children pid_file port_file"),
+    ("no AllReduce cluster: learn on shards with --executor (averaged after each pass)",
+     "span_server span_server_port unique_id total node sendto"),
+    ("it reads VW's text format (gzip data is detected by its bytes; caches are pyvw-lite's "
+     "own, -c): no JSON, DSJSON, flatbuffer or CSV input",
+     """json dsjson chain_hash ignore_features_dsjson_experimental flatbuffer csv csv_separator
+     csv_no_file_header csv_header csv_ns_value compressed"""),
+    ("examples are parsed in batches for the compiled kernels, not through VW's example queue",
+     "ring_size example_queue_limit"),
+    ("progress and the summary go to stderr as VW's default shows them (--quiet silences "
+     "them); VW's log redirection is not implemented",
+     "driver_output_off driver_output log_level log_output limit_output"),
+    ("models are written with -f in pyvw-lite's format and as text with --readable_model or "
+     "--invert_hash; no JSON or hexfloat dumps, no model id",
+     """hexfloat_weights dump_json_weights_experimental
+     dump_json_weights_include_feature_names_experimental
+     dump_json_weights_include_extra_online_state_experimental id"""),
+    ("--audit prints each example's features and weights; --audit_regressor, --print and "
+     "--extra_metrics are not implemented", "audit_regressor print extra_metrics"),
+    ("the summary always reports the best constant", "dont_output_best_constant"),
+    ("no dry run: the options are checked before any data is read", "dry_run"),
+    ("-t predicts without learning; the noop learner is not implemented", "noop"),
+    ("pyvw-lite --help lists its options, pyvw-lite --version its version", "help version"),
+    # values of an option pyvw-lite has
+    ("VW's classic loss is squared loss with the plain, not importance-invariant, step: "
+     "--loss_function squared --adaptive --normalized gives its predictions",
+     "loss_function=classic"),
+    ("no expectile loss; --loss_function quantile --quantile_tau T fits a quantile",
+     "loss_function=expectile"),
+    ("no Poisson (log-link) regression: its losses are squared, logistic, hinge and quantile",
+     "loss_function=poisson"),
+    ("no generalized logistic or exponential link: --link logistic reports 1/(1+e^-score)",
+     "link=glf1 link=poisson"),
+)
+NOT_IMPLEMENTED = {name: reason for reason, names in _REFUSED for name in names.split()}
 
 
 def _unknown_option(name: str, prefix: str = "--") -> OptionError:
@@ -303,7 +415,7 @@ def _unknown_option(name: str, prefix: str = "--") -> OptionError:
     key = name.replace("-", "_")
     if key in NOT_IMPLEMENTED or key in VW_OPTIONS:
         return OptionError(f"VW's option '{prefix}{name}' is not implemented by pyvw-lite: "
-                           f"{NOT_IMPLEMENTED.get(key, _VW_OTHER)}")
+                           f"{NOT_IMPLEMENTED.get(key, 'see pyvw-lite --help for its options')}")
     import difflib
     near = difflib.get_close_matches(key, list(BY_NAME), n=1, cutoff=0.75)
     hint = f" (did you mean '{prefix}{near[0]}'?)" if near else ""
@@ -374,6 +486,9 @@ UNBOUNDED = ("min_prediction", "max_prediction")
 def convert(opt: Option, text: str) -> Any:
     """The value of option ``opt`` given as ``text`` (an OptionError names the option)."""
     if opt.choices and text not in opt.choices:
+        if f"{opt.name}={text}" in NOT_IMPLEMENTED:
+            raise OptionError(f"option '--{opt.name}': VW's {text!r} is not implemented by "
+                              f"pyvw-lite: {NOT_IMPLEMENTED[f'{opt.name}={text}']}")
         raise OptionError(f"option '--{opt.name}': {text!r} is not one of "
                           f"{', '.join(opt.choices)}")
     try:

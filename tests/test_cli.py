@@ -42,7 +42,7 @@ def test_help_is_plain_fast_and_imports_no_numba():
                  "online only"),
     (["--ftrl"], "VW's option '--ftrl' is not implemented by pyvw-lite: its online learner is "
                  "VW's default SGD"),
-    (["--coin"], "FTRL, PiSTOL and coin betting are not implemented"),
+    (["--coin"], "FTRL, PiSTOL, coin betting, FreeGrad, OjaNewton and AdaX are not implemented"),
     (["--expectile_q", "0.3"], "VW's option '--expectile_q' is not implemented by pyvw-lite: "
                                "its losses are squared, logistic, hinge and quantile"),
     (["--l1", "1e-3", "--oaa", "3"], "--l1 and --l2 apply to the linear learner"),
@@ -52,7 +52,20 @@ def test_help_is_plain_fast_and_imports_no_numba():
     (["--loss_function", "quantile", "--active", "--simulation"],
      "--active is defined for the squared, logistic and hinge losses"),
     (["--math-mode", "1"], "VW's option '--math-mode' is not implemented by pyvw-lite: "
-                           "pyvw-lite implements VW's linear learner"),
+                           "no topic model (LDA)"),
+    (["--ksvm"], "'--ksvm' is not implemented by pyvw-lite: no kernel SVM"),
+    (["--lda", "3"], "'--lda' is not implemented by pyvw-lite: no topic model"),
+    (["--boosting", "3"], "'--boosting' is not implemented by pyvw-lite: no online boosting"),
+    (["--stage_poly"], "'--stage_poly' is not implemented by pyvw-lite: no stagewise polynomial"),
+    (["--redefine", "a:=b"], "'--redefine' is not implemented by pyvw-lite: namespaces keep"),
+    (["--bootstrap", "3"], "'--bootstrap' is not implemented by pyvw-lite: no bootstrap"),
+    (["--loss_function", "poisson"], "option '--loss_function': VW's 'poisson' is not "
+                                     "implemented by pyvw-lite: no Poisson"),
+    (["--loss_function", "classic"], "VW's 'classic' is not implemented by pyvw-lite: VW's "
+                                     "classic loss is squared loss"),
+    (["--loss_function", "expectile"], "VW's 'expectile' is not implemented by pyvw-lite: no "
+                                       "expectile loss"),
+    (["--link", "poisson"], "option '--link': VW's 'poisson' is not implemented by pyvw-lite"),
     (["--exampels", "3"], "unrecognised option '--exampels' (did you mean '--examples'?)"),
     (["--passes", "2", "--passes", "3", "-c", "-d", "x"], "'--passes' cannot be specified more"),
     (["-b", "x"], "'x' is not a valid integer"),
@@ -65,6 +78,26 @@ def test_option_errors_name_the_option(args, needle, capsys):
     assert main(args) == 1
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_every_refused_vw_option_and_loss_has_its_own_reason():
+    """Each option of VW 9.11.9 is pyvw-lite's or has a row of the refusal table, and each of
+    VW's losses and links is a choice or a refused value: no generic refusal."""
+    from pyvw_lite.options import BY_NAME, NOT_IMPLEMENTED, options_from
+    from pyvw_lite.vw_options import VW_OPTIONS
+    assert sorted(n for n in VW_OPTIONS if n not in BY_NAME and n not in NOT_IMPLEMENTED) == []
+    assert not set(NOT_IMPLEMENTED) & set(BY_NAME)
+    vw_values = {"loss_function": ("squared", "classic", "hinge", "logistic", "quantile",
+                                   "expectile", "poisson"),
+                 "link": ("identity", "logistic", "glf1", "poisson")}
+    for name, values in vw_values.items():
+        for value in values:
+            assert value in BY_NAME[name].choices or f"{name}={value}" in NOT_IMPLEMENTED
+    reasons = [NOT_IMPLEMENTED[n] for n in ("ksvm", "lda", "boosting", "stage_poly", "redefine",
+                                            "bootstrap")]
+    assert len(set(reasons)) == len(reasons)  # each its own reason, none generic
+    with pytest.raises(ValueError, match="VW's 'poisson' is not implemented"):
+        options_from("--loss_function poisson")
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -2,6 +2,7 @@
 bash, so redirections work), in a scratch directory holding small seeded files under the names
 the pages use, and README's Python blocks with those names bound to small data.  The few lines
 that cannot run here are listed in :data:`NOT_RUN` with the reason, and must still be shown."""
+import os
 import re
 import shutil
 import subprocess
@@ -58,16 +59,17 @@ def workdir(tmp_path_factory):
     return folder
 
 
-def run_line(line: str, folder: Path) -> None:
-    """One documented line in bash, ``pyvw-lite`` being this interpreter's package."""
+def run_line(line: str, folder: Path, python: str = sys.executable, env=None) -> None:
+    """One documented line in bash, ``pyvw-lite`` being ``python``'s package (this
+    interpreter's unless another environment's ``python`` and ``env`` are given)."""
     if "--versus p0.txt" in line:  # "another model": one-against-all's predictions
         for extra in ("-d train.vw --oaa 5 -f p0.pvw", "-d test.vw -t -i p0.pvw -p p0.txt"):
-            run_line(f"pyvw-lite {extra} --quiet", folder)
+            run_line(f"pyvw-lite {extra} --quiet", folder, python, env)
     if "other.txt" in line and not (folder / "other.txt").exists():  # a second run's table
         shutil.copy(folder / "run.txt", folder / "other.txt")
-    command = f'pyvw-lite() {{ "{sys.executable}" -m pyvw_lite "$@"; }}; {line}'
+    command = f'pyvw-lite() {{ "{python}" -m pyvw_lite "$@"; }}; {line}'
     done = subprocess.run(["bash", "-c", command], cwd=folder, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
     assert done.returncode == 0, f"{line}\n{done.stderr[-2000:]}"
 
 
@@ -87,8 +89,35 @@ def test_every_command_a_page_shows_runs_in_order(page, workdir):
 
 
 def test_readme_python_runs(workdir, monkeypatch):
-    import pandas as pd
     monkeypatch.chdir(workdir)
-    df = pd.read_csv(workdir / "answers.csv")
     for block in blocks(README, "python"):
-        exec(compile(block, "README.md", "exec"), {"df": df})
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_blocks_run_in_the_demo_environment(workdir, tmp_path):
+    """`make demo`'s own recipe builds a fresh venv (the Makefile's target, reusing pip's cache);
+    in it README's Python blocks run as shown and its shell lines run with that venv's
+    pyvw-lite, and every docs page's Python imports import (a page names any other extra its
+    shell lines need).  A few minutes, most of it pip."""
+    venv = tmp_path / "venv"
+    made = subprocess.run(["make", "-s", f"VENV={venv}", f"PYTHON={sys.executable}",
+                           f"{venv}/.demo-installed"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1200)
+    assert made.returncode == 0, made.stderr[-3000:]
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    for block in blocks(README, "python"):
+        done = subprocess.run([python, "-c", block], cwd=workdir, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, f"README.md block:\n{block}\n{done.stderr[-2000:]}"
+    for line in commands("README.md"):
+        if line not in NOT_RUN:
+            run_line(line, workdir, python, env)
+    for page in PAGES:
+        for block in blocks((ROOT / page).read_text(), "python"):
+            imports = "\n".join(line.split("  #")[0].strip() for line in block.splitlines()
+                                 if re.match(r"(from \S+ )?import ", line))
+            done = subprocess.run([python, "-c", imports], env=env, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, f"{page}:\n{imports}\n{done.stderr[-2000:]}"

@@ -487,10 +487,25 @@ def soft_labels(work: Path, records: bool):
 
 
 @group("sklearn", "python tests/accuracy/sklearn_raw.py (VWClassifier()/VWRegressor() against "
-       "LogisticRegression()/LinearRegression() on raw features, the same shuffled 3 folds)")
+       "LogisticRegression()/LinearRegression() on raw features, the same shuffled 3 folds; the "
+       "log loss against StandardScaler() + LogisticRegression())")
 def sklearn_defaults(work: Path, records: bool):
-    table = run([sys.executable, str(ROOT / "tests" / "accuracy" / "sklearn_raw.py")])
-    return {"raw_table": table.strip()}, set()
+    accuracy, log_loss = run([sys.executable, str(ROOT / "tests" / "accuracy" /
+                                                  "sklearn_raw.py")]).strip().split("\n\n")
+    return {"raw_table": accuracy.strip(), "log_loss_table": log_loss.strip()}, set()
+
+
+@group("sklearn_proba", "cd tests/accuracy && python sklearn_proba.py (predict_proba "
+       "candidates on sklearn_defaults.py's classification sets, with statsmodels and "
+       "palmerpenguins installed)", slow=True, timings=True,
+       needs=lambda: needs_packaged_sets())
+def sklearn_proba(work: Path, records: bool):
+    out = run([sys.executable, "sklearn_proba.py"], cwd=ROOT / "tests" / "accuracy",
+              timeout=7200).strip().splitlines()
+    shipped = next(line for line in out if "(shipped)" in line)
+    return {"sets": int(out[0].split()[0]), "table": "\n".join(out[1:]),
+            "shipped_fit_time": float(shipped.split("|")[-2].strip().rstrip("x"))}, \
+        {"table", "shipped_fit_time"}  # the fit-time column is a timing
 
 
 def needs_packaged_sets() -> str | None:

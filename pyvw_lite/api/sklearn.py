@@ -25,6 +25,7 @@ import inspect
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -259,11 +260,17 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
     """Binary or multiclass classification: logistic loss for two classes, a multiclass
     reduction (``reduction="oaa"``, ``"ect"`` or ``"sft"``) for more.
 
-    ``predict_proba`` is the logistic of the score (two classes) or the normalised logistic of
-    the class scores (``oaa``/``sft``).
+    ``predict_proba`` (``calibrate=True``, the default) is the softmax of the class scores times
+    one factor ``probability_scale_`` (for two classes: the logistic of the scaled score), the
+    factor fitted inside ``fit`` by log loss on scores of two internal folds (each scored by a
+    model learned on the other), so it keeps ``predict``'s class and never sees data outside
+    ``fit``'s.  ``calibrate=False`` skips those two extra fits and gives probabilities only where
+    the learner is trained for them (logistic loss, two classes or ``reduction="oaa"``: VW's
+    ``--probabilities``); ``reduction="ect"`` scores no class and has no ``predict_proba``.
     """
 
-    _extra = {"passes": 10, "shuffle": True, "scale_features": True, "reduction": "sft"}
+    _extra = {"passes": 10, "shuffle": True, "scale_features": True, "reduction": "sft",
+              "calibrate": True}
     _loss_default = "logistic"
 
     def _workspace_options(self) -> dict:
@@ -288,8 +295,37 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
             raise ValueError(f"Unknown label type: {kind!r}; VWClassifier needs binary or "
                              "multiclass targets")
         self.classes_ = np.unique(y)
+        self.probability_scale_ = self._fitted_scale(X, y, sample_weight)
         self._learn_passes(X, self._targets(y), sample_weight)
         return self
+
+    def _fitted_scale(self, X, y, sample_weight) -> float | None:
+        """With ``calibrate``, the factor ``a`` of ``softmax(a · scores)`` of least log loss on
+        out-of-fold scores: two stratified folds of ``X`` (seeded by ``random_seed``), each
+        scored by a ``calibrate=False`` copy learned on the other.  None without ``calibrate``,
+        without class scores (``ect``, more than two classes) or with a class seen once."""
+        from scipy.optimize import minimize_scalar
+        from sklearn.model_selection import StratifiedKFold
+        if not self.calibrate or (len(self.classes_) > 2 and self.reduction == "ect") \
+                or len(self.classes_) < 2 or np.unique(y, return_counts=True)[1].min() < 2:
+            return None
+        weights = self._checked_weights(sample_weight, X.shape[0])
+        weights = np.ones(X.shape[0]) if weights is None else weights
+        scores = np.zeros((X.shape[0], len(self.classes_)))
+        inner = type(self)(**{**self.get_params(), "calibrate": False})
+        folds = StratifiedKFold(2, shuffle=True, random_state=self.random_seed)
+        for learn, held in folds.split(X, y):
+            part = inner.fit(X[learn], y[learn], weights[learn])
+            scores[held] = _class_columns(part.decision_function(X[held]), len(self.classes_))
+        truth = scores[np.arange(len(y)), np.searchsorted(self.classes_, y)]
+        spread = scores - scores.max(axis=1, keepdims=True)
+
+        def log_loss(a):
+            total = np.log(np.exp(a * spread).sum(axis=1)) - a * (truth - scores.max(axis=1))
+            return weights @ total / weights.sum()
+        scale = 1.0 / max(np.abs(spread).max(), 1e-12)  # a in scores' units: a·spread <= 1e4
+        return float(minimize_scalar(log_loss, bounds=(0.0, 1e4 * scale), method="bounded",
+                                     options={"xatol": 1e-6 * scale}).x)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         first = not hasattr(self, "workspace_")
@@ -298,6 +334,8 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
                 raise ValueError("classes must be passed on the first call to partial_fit")
             self.classes_ = np.unique(classes)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        if first:
+            self.probability_scale_ = None  # partial_fit fits no calibration (fit does)
         self._learn(X, self._targets(y), sample_weight, first=first)
         return self
 
@@ -336,15 +374,44 @@ class VWClassifier(ClassifierMixin, _VWEstimator):
                                  else np.zeros(len(scores), dtype=int)]
         return self.classes_[np.asarray(self._scores(X), dtype=int)]
 
+    def _has_probabilities(self) -> bool:
+        """predict_proba's availability: class scores (two classes, ``oaa``, ``sft``) that are
+        calibrated, or learned for it (logistic loss, two classes or ``oaa``)."""
+        binary = hasattr(self, "classes_") and len(self.classes_) <= 2
+        if not binary and self.reduction not in ("oaa", "sft"):
+            return False
+        if hasattr(self, "classes_"):
+            if getattr(self, "probability_scale_", None) is not None:
+                return True
+        elif self.calibrate:
+            return True
+        return self.loss_function == "logistic" and (binary or self.reduction == "oaa")
+
+    @available_if(_has_probabilities)
     def predict_proba(self, X):
+        """Class probabilities, columns in ``classes_`` order: ``softmax(probability_scale_ ·
+        decision_function(X))`` when ``fit`` calibrated them, else the logistic of the score
+        (two classes) or the normalised logistics of the class scores (``oaa``)."""
         from ..reductions.scorer import logistic
         check_is_fitted(self, "workspace_")
-        if len(self.classes_) <= 2:
-            positive = logistic(self._scores(X))
-            if len(self.classes_) == 1:
-                return np.ones((len(positive), 1))
+        if len(self.classes_) == 1:
+            return np.ones((len(self.decision_function(X)), 1))
+        scores = _class_columns(self.decision_function(X), len(self.classes_))
+        scale = getattr(self, "probability_scale_", None)
+        if scale is not None:
+            exponent = np.exp(scale * (scores - scores.max(axis=1, keepdims=True)))
+            return exponent / exponent.sum(axis=1, keepdims=True)
+        if len(self.classes_) == 2:
+            positive = logistic(scores[:, 1] - scores[:, 0])
             return np.column_stack([1.0 - positive, positive])
-        if self.reduction == "ect":
-            raise AttributeError("predict_proba needs reduction='oaa' or 'sft'")
-        probabilities = logistic(self.decision_function(X))
+        probabilities = logistic(scores)
         return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+
+def _class_columns(scores: np.ndarray, classes: int) -> np.ndarray:
+    """Class scores as one column per class: a binary score ``s`` as ``(-s/2, s/2)``, whose
+    softmax is ``(1 - logistic(s), logistic(s))``."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim == 1 and classes == 2:
+        return np.column_stack([-0.5 * scores, 0.5 * scores])
+    return scores
