@@ -84,6 +84,7 @@ class Learner:
     binary = setting("binary")
     active = setting("active")
     dyadic = setting("dyadic")
+    lrq = setting("lrq")
 
     def __init__(self, options: Options, model: ModelData | None = None, *,
                  stdout: TextIO | None = None, stderr: TextIO | None = None):
@@ -206,6 +207,8 @@ class Learner:
             loops = self.reduction.kernels(self.dyadic is not None)
         elif self.dyadic is not None:
             loops = self.dyadic.kernels()
+        elif self.lrq is not None:
+            loops = self.lrq.kernels()
         else:
             loops = (self._linear_loop(),)
         return (self._expander(), *loops)
@@ -258,6 +261,12 @@ class Learner:
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] += np.diff(starts)
+            if self.lrq is not None:
+                self.nan_predictions += self.lrq.run(
+                    self, batch, rows[part], starts, slots, values, labels[part],
+                    importances[part], initials[part], labelled[part], holdout[part],
+                    pred[part], raw[part], loss[part])
+                continue
             self.nan_predictions += self._linear_loop()(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
@@ -329,6 +338,8 @@ class Learner:
         learner stops counting the uses of its latent rows, which size its default penalty,
         and its latent rate takes one more step of ``--dyad_decay``."""
         self.params[gd.P_DYAD_COUNT] = 0.0
+        if self.lrq is not None:
+            self.lrq.next_pass()
         if self.dyadic is not None:
             self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
 
