@@ -3,16 +3,16 @@ the linear learner's updates.
 
 Feature ``h`` of namespace ``a`` or ``b`` owns, besides its linear weight at row ``h·M`` (``M``:
 VW's weights per feature, ``1 + max K`` rounded up to a power of two), the latent weights
-``w_h[n]`` at rows ``h·M + n``, ``n = 1..K``.  For an example the reduction appends, for each left feature ``l``, each ``n`` and each
-right feature ``r``, the feature of value ``s·w_l[n]·x_l·x_r`` at row ``r·M + n``; the linear
-learner then predicts and learns with them as with any feature, so it moves ``w_r[n]`` with
-``w_l[n]`` held fixed.  A learned example is learned twice, ``a`` on the left and then ``b``
-(or the other way round, by the example's counter), and reports its first prediction.  A
-latent weight that is exactly 0 when its feature is on the left of a learned example starts at
-VW's ``merand48`` draw of its own index, uniform on [0, 1).  ``--lrqdropout`` keeps each
-``(l, n)`` of a learned example when a draw of VW's generator (seeded ``--random_seed |
-8675309`` at the start of a run) exceeds ½, with ``s = 1``; elsewhere ``s = ½`` (``s = 1``
-without dropout).
+``w_h[n]`` at rows ``h·M + n``, ``n = 1..K``.  For an example the reduction appends, for each
+left feature ``l``, each ``n`` and each right feature ``r``, the feature of value
+``s·w_l[n]·x_l·x_r`` at row ``r·M + n``; the linear learner then predicts and learns with them
+as with any feature, so it moves ``w_r[n]`` with ``w_l[n]`` held fixed.  A learned example is
+learned twice, ``a`` on the left and then ``b`` (or the other way round, by the example's
+counter), and reports its first prediction.  A latent weight that is exactly 0 when its
+feature is on the left of a learned example starts at VW's ``merand48`` draw of its own index,
+uniform on [0, 1).  ``--lrqdropout`` keeps each ``(l, n)`` of a learned example when a draw of
+VW's generator (seeded ``--random_seed | 8675309`` at the start of a run) exceeds ½, with ``s =
+1``; elsewhere ``s = ½`` (``s = 1`` without dropout).
 
 One kernel call runs a batch: the examples' flattened features come from the linear learner's
 expansion, the latent features are built per example into a reused buffer.
@@ -63,18 +63,21 @@ class Lrq:
         return ("creating low rank quadratic features for pairs: "
                 + ("(using dropout) " if self.dropout else "") + " ".join(self.terms) + " ")
 
-    def run(self, ws, batch, rows, starts, slots, values, labels, importances, initials,
-            labelled, holdout, out_pred, out_raw, out_loss) -> int:
-        """:func:`learn_lrq` on flattened examples of ``batch`` (learner ``ws``); returns the
-        number of NaN predictions forced to 0."""
+    def loop(self, ws, batch, rows):
+        """The example loop of the linear learner's signature (``gd.learn_passive``'s) for the
+        flattened examples of ``rows`` of ``batch`` (learner ``ws``): :func:`learn_lrq`."""
         shift = int(ws.stride).bit_length() - 1  # VW's stride shift
-        nan = learn_lrq(rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
-                        ws.ignore, self.pairs, self.width, shift, self.dropout, self.rng,
-                        self.counter, starts, slots, values, labels, importances, initials,
-                        labelled, holdout, ws.weights, ws.state, ws.params, ws.mask, out_pred,
-                        out_raw, out_loss)
-        self.counter += int(rows.size)
-        return nan
+
+        def run(starts, slots, values, labels, importances, initials, labelled, holdout, weights,
+                state, params, mask, out_pred, out_raw, out_loss, *active) -> int:
+            nan = learn_lrq(rows, batch.ex_int, batch.seg, batch.feat_hash, batch.feat_value,
+                            ws.ignore, self.pairs, self.width, shift, self.dropout, self.rng,
+                            self.counter, starts, slots, values, labels, importances, initials,
+                            labelled, holdout, weights, state, params, mask, out_pred, out_raw,
+                            out_loss)
+            self.counter += int(rows.size)
+            return nan
+        return run
 
     @staticmethod
     def kernels() -> tuple:
