@@ -271,7 +271,7 @@ class Configuration:
         records, 1 if nothing."""
         if o.vw_layout:
             return self._vw_layout_width(o)
-        if self.lrq is not None:  # VW's: 1 + K weights per feature (its latent ones)
+        if self.lrq is not None:  # VW's rows per feature: 1 + K, rounded up to a power of two
             return self.lrq.width
         if model is not None:
             return int(model.state.get("slot_multiplier", 1))
