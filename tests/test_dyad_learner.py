@@ -223,7 +223,6 @@ def test_a_dyadic_model_of_the_spread_latent_layout_is_refused(tmp_path):
     ("--dyad rt --dyad_l2 -1", "at least 0"), ("--dyad rt --dyad_noise inf", "finite"),
     ("--dyad rt --dyad_plain_rate --adaptive", "--dyad_plain_rate moves every parameter"),
     ("--lrq um", "two namespace letters and a rank"),
-    ("--lrq um7 --lrq ab3", "every pair takes one rank"), ("--lrq um7 --rank 3", "one rank"),
 ])
 def test_dyad_option_errors(args, needle):
     with pytest.raises(OptionError, match=needle):
@@ -503,25 +502,6 @@ def test_a_model_saved_before_the_plain_default_keeps_its_shifted_form(tmp_path)
     assert new.dyadic.shift == 0.0 and new.model_data().state["kept"]["dyad_shifted"] is False
 
 
-def test_vw_lrq_is_the_dyadic_learner_and_its_update_flags_are_accepted(tmp_path):
-    """VW's movielens demo spells --lrq um7 --adaptive --invariant: the same model as --dyad um
-    --rank 7, with a note for the flags that change nothing here."""
-    from conftest import run_workspace
-    data = tmp_path / "r.vw"
-    data.write_text("".join(f"{1 + (u * m) % 5} |u u{u} |m m{m}\n"
-                            for u in range(30) for m in range(0, 40, 3)))
-    vw_words, ours = tmp_path / "vw.pvw", tmp_path / "ours.pvw"
-    out, _, code = run_workspace(["-d", str(data), "--lrq", "um7", "--adaptive",
-                                  "--invariant", "-f", str(vw_words)])
-    assert code == 0 and "--adaptive/--normalized/--invariant" in out
-    run_workspace(["-d", str(data), "--dyad", "um", "--rank", "7", "-f", str(ours), "--quiet"])
-    lines = data.read_text().splitlines()
-    a = Workspace(["-i", str(vw_words), "-t", "--quiet"])
-    b = Workspace(["-i", str(ours), "-t", "--quiet"])
-    assert list(a.options.dyad) == ["um"] and a.options.rank == 7
-    np.testing.assert_array_equal(a.predict(lines), b.predict(lines))
-
-
 def test_number_named_users_and_items_learn_as_well_as_named_ones():
     """User and item ids written as numbers ("|u 17 |m 1193", as most MovieLens conversions do)
     hash to consecutive numbers from their namespace's hash, and at the default -b 18 'u' and
@@ -672,7 +652,7 @@ def test_lrqdropout_models_predict_with_half_the_latent_term(tmp_path):
     same run repeats exactly (the masks are seeded)."""
     from pyvw_lite.learners.gd import MAX_LABEL, MIN_LABEL, P_DYAD_DROPOUT
     lines = [f"{1 + (u * m) % 5} |u u{u} |m m{m}" for u in range(20) for m in range(0, 30, 3)]
-    ws, again = (Workspace("--lrq um4 --lrqdropout --dyad_rate 0.5 --quiet") for _ in range(2))
+    ws, again = (Workspace("--dyad um --rank 4 --lrqdropout --dyad_rate 0.5 --quiet") for _ in range(2))
     ws.learn(lines)
     again.learn(lines)
     np.testing.assert_array_equal(ws.weights, again.weights)

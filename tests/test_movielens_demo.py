@@ -74,9 +74,9 @@ def test_the_demo_command_lines_run_and_learn(demo):
     results, median_mae, *_ = demo
     linear, lrq, dropout = (results[name][0] for name in ("linear", "lrq", "lrqdropout"))
     assert linear < median_mae - 0.05  # the biases: well below the best constant's MAE
-    # the rank-2 structure is there to find: the better low-rank model (the demo reports both)
-    # beats the linear one, and neither is worse.  (-l 0.1 of the lrq line is also the latent
-    # rate's scale here, so that model learns its latent part slowly: 0.772 against 0.770.)
+    # the rank-2 structure is there to find: the better low-rank model (the demo reports both;
+    # --lrq is VW's reduction, tests/test_lrq_vs_vw.py) beats the linear one, and neither is
+    # worse
     assert min(lrq, dropout) < linear - 0.02, (linear, lrq, dropout)
     assert max(lrq, dropout) < linear + 0.01, (linear, lrq, dropout)
     for name in results:  # --invert_hash names the user and movie features it learned

@@ -1390,7 +1390,7 @@ def cold_start(work: Path, records: bool):
 def bench(work: Path, records: bool):
     run(pyvw("bench", "--repeat", "5", "--json", work / "bench.json", "--workdir", work))
     results = json.loads((work / "bench.json").read_text())  # in the order of its scenarios
-    scenarios = ("text", "cache", "sft", "sft-dyad", "ratings-lrq")
+    scenarios = ("text", "cache", "sft", "sft-dyad", "ratings-lrq", "ratings-dyad")
     values = {f"ratio.{name}": r["ratio"] for name, r in zip(scenarios, results)
               if r["ratio"] is not None}
     table = ["| scenario | pyvw-lite | VW 9.11.9 | ratio (ex/s ÷ VW's) | average loss (ours / VW) |",

@@ -30,8 +30,8 @@ def bench(
     peer: bool = typer.Option(True, "--peer/--no-peer", help="also time VW (pip vowpalwabbit)"),
     json_out: str = typer.Option(None, "--json", help="also write the results as JSON"),
     scenario: list[str] = typer.Option(
-        None, "--scenario", help="text, cache, sft, sft-dyad or ratings-lrq (repeatable; default "
-        "all)"),
+        None, "--scenario", help="text, cache, sft, sft-dyad, ratings-lrq or ratings-dyad "
+        "(repeatable; default all)"),
 ) -> None:
     """Time pyvw-lite and VW side by side on seeded rater-task and ratings data; print the
     ratio."""

@@ -72,7 +72,7 @@ def average_loss(stderr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-SCENARIOS = ("text", "cache", "sft", "sft-dyad", "ratings-lrq")
+SCENARIOS = ("text", "cache", "sft", "sft-dyad", "ratings-lrq", "ratings-dyad")
 RATINGS_PASSES = 5
 
 
@@ -80,9 +80,11 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
               chosen: tuple[str, ...], ratings_data: str = "", ratings: int = 0
               ) -> list[Scenario]:
     common = ["-d", binary_data, "--loss_function", loss]
-    # user x item ratings, the same VW command line for both (--lrq um8 is --dyad um --rank 8
-    # here): passes over a cache made beforehand
+    # user x item ratings, passes over a cache made beforehand: --lrq um8 on both sides (VW's
+    # reduction both), and pyvw-lite's exact-flow learner --dyad um --rank 8 against it
     lrq = ["-d", ratings_data, "--lrq", "um8", "--passes", str(RATINGS_PASSES), "--holdout_off"]
+    dyad = ["-d", ratings_data, "--dyad", "um", "--rank", "8", "--passes", str(RATINGS_PASSES),
+            "--holdout_off"]
     plan = {
         "text": Scenario("binary logistic, 1 pass, text", common, common, lines),
         "cache": Scenario("binary logistic, 1 pass, cache",
@@ -103,6 +105,13 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
                                 lrq + ["--cache_file", "vw.lrq.cache"], ratings * RATINGS_PASSES,
                                 prepare_ours=lrq[:4] + ["-k", "--cache_file", "ours.lrq.cache"],
                                 prepare_peer=lrq[:4] + ["-k", "--cache_file", "vw.lrq.cache"]),
+        "ratings-dyad": Scenario(f"ratings --dyad um --rank 8 (VW: --lrq um8), {RATINGS_PASSES} "
+                                 "passes, cache",
+                                 dyad + ["--cache_file", "ours.dyad.cache"],
+                                 lrq + ["--cache_file", "vw.lrq.cache"], ratings * RATINGS_PASSES,
+                                 prepare_ours=dyad[:6] + ["-k", "--cache_file",
+                                                          "ours.dyad.cache"],
+                                 prepare_peer=lrq[:4] + ["-k", "--cache_file", "vw.lrq.cache"]),
     }
     return [plan[name] for name in chosen]
 
@@ -175,7 +184,7 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
             out.write(f"generating {lines:,} five-class rater-task lines (seed {seed}) ...\n")
             write_vw(multiclass, rater_task(n_ratings=lines, classes=5, seed=seed))
         ratings_data, ratings = "", 0
-        if "ratings-lrq" in chosen:
+        if {"ratings-lrq", "ratings-dyad"} & set(chosen):
             ratings_data, ratings = ratings_file(workdir, lines, seed, out)
         use_peer = peer and vw_available()
         if peer and not use_peer:

@@ -13,7 +13,7 @@ from ..learners import gd
 from ..learners.dyadic import RK4, TAYLOR
 from ..learners.losses import LOGISTIC, LOSS_CODES, QUANTILE
 from ..options import UPDATE_FLAGS, OptionError, Options
-from ..reductions import active, binary, dyad, ect, oaa, scorer, sft
+from ..reductions import active, binary, dyad, ect, lrq, oaa, scorer, sft
 from ..reductions import interactions as interactions_mod
 from ..reductions.tree import bracket
 
@@ -99,6 +99,7 @@ class Configuration:
                               "and 1 (0.5 aims at the median)")
         chosen = {name for name in UPDATE_FLAGS if name in o.given}
         self.dyadic = dyad.setup(o)
+        self.lrq = lrq.setup(o)
         if self.dyadic is not None:
             if (o.adaptive or o.normalized) and o.dyad_plain_rate:
                 raise OptionError("--dyad_plain_rate moves every parameter at the plain rate; "
@@ -158,6 +159,8 @@ class Configuration:
                 self.reduction.name != "sft":  # SPEC §C.3 defines no sampler for --oaa, --ect
             raise OptionError("--active needs a binary learner or --sft (SPEC §C.3 defines no "
                               "sampler for --oaa and --ect)")
+        if self.lrq is not None:
+            self._check_lrq(o)
         self.models = self.reduction.models if self.reduction is not None else 1
         if self.dyadic is not None and self.reduction is not None and \
                 self.reduction.name == "ect":
@@ -295,6 +298,8 @@ class Configuration:
         records, 1 if nothing."""
         if o.vw_layout:
             return self._vw_layout_width(o)
+        if self.lrq is not None:  # VW's rows per feature: 1 + K, rounded up to a power of two
+            return self.lrq.width
         if model is not None:
             return int(model.state.get("slot_multiplier", 1))
         multiclass = self.reduction is not None and self.reduction.models > 1
@@ -321,6 +326,24 @@ class Configuration:
         while width < models:
             width *= 2
         return width
+
+    def _check_lrq(self, o: Options) -> None:
+        """--lrq runs over the binary and regression linear learner, as VW's lrq over gd."""
+        if self.dyadic is not None:
+            raise OptionError("--lrq is VW's low-rank quadratic and --dyad pyvw-lite's "
+                              "exact-flow learner; give one of them")
+        if self.reduction is not None:
+            raise OptionError("--lrq runs under binary and regression learning here (not "
+                              "--oaa, --ect or --sft); --dyad LR --rank K goes with --oaa "
+                              "and --sft")
+        if self.active is not None:
+            raise OptionError("--active's h_min is that of a linear model; --lrq cannot go "
+                              "with it")
+        if self.interactions.terms:
+            raise OptionError("--lrq cannot go with -q, --cubic or --interactions here (VW "
+                              "crosses --lrq's latent features too)")
+        if o.executor:
+            raise OptionError("--lrq cannot go with --executor's averaged shards")
 
     @staticmethod
     def _multiclass_reduction(o: Options):

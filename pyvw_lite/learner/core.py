@@ -168,8 +168,7 @@ class Learner:
         return self.checks.skipped
 
     def latent_hashes(self, batch: ParsedBatch) -> np.ndarray:
-        """The feature hashes the dyadic kernels add class offsets to
-        (:meth:`Configuration.latent_hashes`)."""
+        """:meth:`Configuration.latent_hashes`: the hashes dyadic kernels offset by class."""
         return self.config.latent_hashes(batch)
 
     def expand(self, batch: ParsedBatch, rows: np.ndarray, record_origin: bool = False):
@@ -196,8 +195,7 @@ class Learner:
             yield done, count, starts[:count + 1], slots, values, origins
             done += count
 
-    def _expander(self):
-        """The flattening kernel: without interactions one that does not compile their code."""
+    def _expander(self):  # without interactions a kernel that does not compile their code
         return gd.expand_features if self.interactions.array.shape[0] else gd.expand_linear
 
     def learning_kernels(self) -> tuple:
@@ -208,12 +206,10 @@ class Learner:
         elif self.dyadic is not None:
             loops = self.dyadic.kernels()
         else:
-            loops = (self._linear_loop(),)
+            loops = (self._linear_loop(),) if self.config.lrq is None else self.config.lrq.kernels()
         return (self._expander(), *loops)
 
-    def _linear_loop(self):
-        """The linear learner's example loop: without --active one that does not compile the
-        sampler's code."""
+    def _linear_loop(self):  # without --active a loop that does not compile the sampler's code
         return gd.learn_examples if self.active is not None else gd.learn_passive
 
     def run_kernel(self, batch: ParsedBatch, rows, holdout, training: bool):
@@ -262,7 +258,9 @@ class Learner:
         for first, count, starts, slots, values, _ in self.expand(batch, rows):
             part = slice(first, first + count)
             nfeat[part] += np.diff(starts)
-            self.nan_predictions += self._linear_loop()(
+            loop = self._linear_loop() if self.config.lrq is None else \
+                self.config.lrq.loop(self, batch, rows[part])
+            self.nan_predictions += loop(
                 starts, slots, values, labels[part], importances[part], initials[part],
                 labelled[part], holdout[part], self.weights, self.state, self.params,
                 self.mask, pred[part], raw[part], loss[part], *self.active_arguments(count))
@@ -333,6 +331,8 @@ class Learner:
         learner stops counting the uses of its latent rows, which size its default penalty,
         and its latent rate takes one more step of ``--dyad_decay``."""
         self.params[gd.P_DYAD_COUNT] = 0.0
+        if self.config.lrq is not None:
+            self.config.lrq.next_pass()
         if self.dyadic is not None:
             self.set_latent_scale(self.latent_scale * self.dyadic.settings["decay"])
 
@@ -404,8 +404,8 @@ class Learner:
                     label: float | None = None) -> np.ndarray:
         """:meth:`h_min` as an array whatever it was given."""
         tree = self.reduction is not None and self.reduction.name == "sft"
-        if self.reduction is not None and not tree:
-            raise ValueError("h_min is defined for binary learners and --sft")
+        if (self.reduction is not None and not tree) or self.config.lrq is not None:
+            raise ValueError("h_min is defined for binary learners, --dyad and --sft (not --lrq)")
         if tree and (target != 0.0 or label is not None):
             raise ValueError("under --sft, h_min is the reverting weight: no target or label")
         if self.params[gd.P_DYAD_DROPOUT]:

@@ -43,6 +43,7 @@ MODES = {
     "dyad": lambda: learner_job("--dyad", "rt", "--rank", "2"),
     "sft-dyad": lambda: learner_job("--sft", "3", "--dyad", "rt", "--rank", "2"),
     "oaa-dyad": lambda: learner_job("--oaa", "3", "--dyad", "rt", "--rank", "2"),
+    "lrq": lambda: learner_job("--lrq", "rt2", "--lrqdropout"),
     "active": lambda: learner_job("--active", "--simulation", "--loss_function", "logistic"),
     "crowd-online": lambda: _crowd("em", False),
     "crowd-batch": lambda: _crowd("em", True),
@@ -53,9 +54,10 @@ MODES = {
 # Modes in the order worker processes take them: the two heaviest families first, so each
 # worker starts on its own (the binary kernels and the dyadic ones), then the longest first
 # (seconds measured from an empty cache: dyad 31, binary 18, sft-dyad 17, crowd-batch 13,
-# oaa-dyad 11, sft 8, crowd-online 8, ect 6, oaa 5, crowd-auto 4; squared and active reuse)
+# oaa-dyad 11, sft 8, crowd-online 8, ect 6, oaa 5, crowd-auto 4; squared and active reuse;
+# lrq, its own loop over the binary kernels, last)
 PARALLEL_ORDER = ("binary", "dyad", "sft-dyad", "crowd-batch", "oaa-dyad", "sft",
-                  "crowd-online", "ect", "oaa", "crowd-auto", "squared", "active")
+                  "crowd-online", "ect", "oaa", "crowd-auto", "squared", "active", "lrq")
 
 
 def _compile_mode(name: str) -> float:

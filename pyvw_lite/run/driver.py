@@ -173,10 +173,10 @@ class Driver:
         for flag in ("onethread", "preserve_performance_counters", "sort_features"):
             if getattr(o, flag):
                 ws.log(f"[info] --{flag} only changes VW's internals; accepted, no effect here")
-        if o.lrqdropout and (not o.dyad or ws.reduction is not None):
-            ws.log("[info] --lrqdropout drops latent coordinates of binary and regression "
-                   "--dyad/--lrq learning only; " + ("here --dyad_l2 regularises them"
-                                                     if o.dyad else "no effect without --lrq"))
+        if o.lrqdropout and not o.lrq and (not o.dyad or ws.reduction is not None):
+            ws.log("[info] --lrqdropout drops latent features of --lrq and latent coordinates "
+                   "of binary and regression --dyad learning only; "
+                   + ("here --dyad_l2 regularises them" if o.dyad else "no effect without --lrq"))
         if o.dyad and (o.adaptive or o.normalized or o.invariant):
             ws.log(UPDATE_FLAG_NOTE)
         self.plan.no_input = o.no_stdin and o.data is None

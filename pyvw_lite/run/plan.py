@@ -95,8 +95,11 @@ class RunPlan:
         """VW's lines about -q/--cubic/--interactions and namespace filters (stderr), then its
         notes on duplicates and reordered terms (stdout), in VW's order."""
         ws = self.ws
-        if self.err is not None and ws.interactions.messages:
-            self.err.write("\n".join(ws.interactions.messages) + "\n")
+        messages = list(ws.interactions.messages)
+        if ws.config.lrq is not None and not self.o.quiet:
+            messages.insert(0, ws.config.lrq.message())  # VW's lrq line
+        if self.err is not None and messages:
+            self.err.write("\n".join(messages) + "\n")
             self.err.flush()
         for line in ws.interactions.warnings:
             ws.log(line)
@@ -131,6 +134,7 @@ class RunPlan:
             suffix = "-prob" if o.probabilities else "-scores" if o.scores else ""
             top = [ws.reduction.name + suffix]
         learners = ["gd"] + (["dyad"] if ws.dyadic is not None else []) \
+            + (["lrq"] if ws.config.lrq is not None else []) \
             + ([("active-simulation" if o.simulation else "active")] if ws.active is not None
                else []) \
             + (["generate_interactions"] if ws.interactions.uses_wildcard else []) \

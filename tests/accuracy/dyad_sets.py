@@ -101,6 +101,19 @@ DEMO_SQUARED = [a for a in DEMO["dropout"] if a not in ("--loss_function", "quan
 NO_DROPOUT = [a for a in DEMO["dropout"] if a != "--lrqdropout"]
 NO_DROPOUT_SQUARED = [a for a in DEMO_SQUARED if a != "--lrqdropout"]
 
+
+def as_dyad(flags: list[str]) -> list[str]:
+    """VW's demo lines for pyvw-lite's exact-flow learner: ``--lrq umK`` as ``--dyad um --rank
+    K`` (what --lrq ran here when these tables were measured; --lrq is VW's reduction now)."""
+    out = []
+    for k, flag in enumerate(flags):
+        if k and flags[k - 1] == "--lrq":
+            out += ["--dyad", flag[:2], "--rank", flag[2:]]
+        elif flag != "--lrq":
+            out.append(flag)
+    return out
+
+
 PEER = ("import sys\nfrom vowpalwabbit import Workspace\n"
         "Workspace(arg_list=sys.argv[1:]).finish()\n")
 # pyvw-lite with the latent rate's scale pass^-P after each pass (no flag gives a power of the
@@ -229,6 +242,7 @@ class Runs:
         model, predictions = scratch / "m.model", scratch / "p.txt"
         flags, learner = list(flags), []
         if tool == "ours":
+            flags = as_dyad(flags)
             command = [sys.executable, "-m", "pyvw_lite"]
             for hack, script in (("--pass_power", PASS_POWER), ("--pass_warm", PASS_WARM)):
                 if hack in flags:  # not a flag of pyvw-lite's: a script patches it in
