@@ -13,6 +13,7 @@ kept in ``WORK/results.json`` (a run is made once) and printed as markdown table
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -79,7 +80,8 @@ def score(train: Path, test: Path, flags: list[str], scratch: Path) -> dict:
     y = np.array([float(line.split()[0]) for line in test.read_text().splitlines()])
     mse = float(np.mean((p - y) ** 2))
     return dict(mse=mse, rmse=mse ** 0.5, mae=float(np.mean(np.abs(p - y))),
-                passes=int(passes[0].split("=")[1]) if passes else None, summary=done.stderr)
+                passes=int(passes[0].split("=")[1]) if passes else None, summary=done.stderr,
+                dir=str(scratch))
 
 
 def load() -> dict:
@@ -135,7 +137,7 @@ def folds_command(args) -> None:
                     jobs.append((key, learn, held, flags))
     with ThreadPoolExecutor(args.jobs) as pool:
         for key, result in zip([j[0] for j in jobs], pool.map(
-                lambda job: score(job[1], job[2], job[3], WORK / "runs" / str(abs(hash(job[0])))),
+                lambda job: score(job[1], job[2], job[3], WORK / "runs" / hashlib.sha1(job[0].encode()).hexdigest()[:12]),
                 jobs)):
             result.pop("summary")
             results[key] = result
@@ -173,9 +175,52 @@ def report(results: dict, args) -> None:
             print(f"| ALS biases only {biases[1]} | {biases[0]:.4f} | {biases[0] ** 0.5:.4f} |")
 
 
+def by_item_count(name: str, folds: int, lams=(0.01, 3.0)) -> dict:
+    """ALS biases-only (rank 0) at each bias λ of ``lams`` on fold 0 of ``name``'s train half:
+    held-out MSE of the ratings whose item the learned part holds 0, 1, 2, 3-5, 6-20, 21+
+    times (λ 0.01: about the unpenalised biases a linear model converges to)."""
+    y, users, items = dyad_als.read_ratings(str(DATA / f"{name}.train.vw"))
+    utab, itab = {}, {}
+    u, i = dyad_als.index(users, utab), dyad_als.index(items, itab)
+    held = np.random.default_rng(FOLD_SEED).integers(0, folds, y.size) == 0
+    seen = np.bincount(i[~held], minlength=len(itab))[i[held]]
+    out = {}
+    for lam in lams:
+        model = dyad_als.fit(u[~held], i[~held], y[~held], len(utab), len(itab), 0, lam, 15, 0,
+                             False, lam)
+        error = (dyad_als.predict(model, u[held], i[held], y.min(), y.max()) - y[held]) ** 2
+        for low, high in ((0, 0), (1, 1), (2, 2), (3, 5), (6, 20), (21, 10 ** 9)):
+            pick = (seen >= low) & (seen <= high)
+            out[f"{lam:g}/{low}-{high}"] = (int(pick.sum()), float(error[pick].mean()))
+        out[f"{lam:g}/all"] = (int(held.sum()), float(error.mean()))
+    return out
+
+
+COUNT_BUCKETS = ((1, 1), (2, 2), (3, 5), (6, 20), (21, 255))
+
+
+def inspect(path: str) -> list[tuple]:
+    """What a dyadic model's rows hold by their first-pass uses (user and item rows together):
+    ``(low, high, rows, mean bias², mean |V|²)`` per bucket of uses."""
+    from pyvw_lite.io.model_io import load_model
+    data = load_model(path)
+    uses = data.arrays["uses"].astype(np.int64)
+    rows = data.arrays["values"].astype(np.float64)[uses > 0]
+    uses = uses[uses > 0]
+    latent = np.sum(rows[:, -data.state["latent_columns"]:] ** 2, axis=1)
+    out = []
+    for low, high in COUNT_BUCKETS:
+        pick = (uses >= low) & (uses <= high)
+        if pick.any():
+            out.append((low, high, int(pick.sum()), float(np.mean(rows[pick, 0] ** 2)),
+                        float(np.mean(latent[pick]))))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("folds", "final"))
+    parser.add_argument("command", choices=("folds", "final", "inspect"))
+    parser.add_argument("model", nargs="?", help="inspect: the model file")
     parser.add_argument("--sets", default="filmtrust,ciao")
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--use", type=int, default=1, help="folds run (the first N)")
@@ -187,6 +232,10 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     if args.command == "folds":
         folds_command(args)
+    elif args.command == "inspect":
+        print("| first-pass uses | rows | mean bias² | mean \\|V\\|² |\n|---|---|---|---|")
+        for low, high, n, bias, latent in inspect(args.model):
+            print(f"| {low}-{high} | {n} | {bias:.4f} | {latent:.4f} |")
 
 
 if __name__ == "__main__":
