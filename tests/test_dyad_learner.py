@@ -1026,3 +1026,4 @@ def test_shards_learn_at_the_decayed_latent_rate(tmp_path):
                                            "--dyad_decay", "0.9"])
     assert models["shards"].latent_scale == pytest.approx(0.9 ** 3)
     np.testing.assert_allclose(models["shards"].weights, models["one"].weights, atol=1e-6)
+
