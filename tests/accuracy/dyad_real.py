@@ -200,9 +200,12 @@ def final_command(args) -> None:
     """Score the test halves once: the linear model and the judged line learn the whole train
     half; ALS at the rank and λs its fold grid chose is refitted on it."""
     results = load()
+    lines = dict(LINES)
+    for spec in args.candidate:
+        lines[spec.split("=", 1)[0]] = candidate(spec)
     for name in args.sets.split(","):
         train, test = DATA / f"{name}.train.vw", DATA / f"{name}.test.vw"
-        for line, flags in LINES.items():
+        for line, flags in lines.items():
             key = f"{name}/test/{line}/{' '.join(flags)}"
             if key not in results:
                 found = score(train, test, flags, WORK / "runs" / f"{name}-test-{line}")
