@@ -860,7 +860,7 @@ def test_per_row_penalties_come_within_0_01_of_a_tuned_als_on_long_tailed_items(
     n_users, n_items = users.max() + 1, items.max() + 1
     scores = als.cross_validate(users[:cut], items[:cut], ratings[:cut].astype(float), n_users,
                                 n_items, (0, 4), (5.0, 15.0), folds=3, sweeps=8)
-    rank, lam = min(scores, key=scores.get)
+    rank, lam, _ = min(scores, key=scores.get)  # (rank, λ, the biases' own λ: None, λ)
     model = als.fit(users[:cut], items[:cut], ratings[:cut].astype(float), n_users, n_items,
                     rank, lam, sweeps=8)
     mse["als"] = float(np.mean((als.predict(model, users[cut:], items[cut:]) - ratings[cut:])

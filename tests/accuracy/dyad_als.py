@@ -5,12 +5,14 @@ Not part of the package: a ridge ALS written for the check.  The model is
     r̂ = μ + b_u + b_i + p_u·q_i
 
 with the penalty λ·(b_u² + |p_u|²) on every row (Koren's biased MF), or, with ``--weighted``,
-λ·n_u·(…) (Zhou et al.'s weighted-λ regularisation).  Each sweep solves every user's
-``[b_u, p_u]`` by ridge against the items held fixed, then every item's.  λ and the rank are
-chosen by K-fold cross-validation on the training file only; the chosen model is refitted on
-all of it and scored on the test file.
+λ·n_u·(…) (Zhou et al.'s weighted-λ regularisation); ``--bias-lambdas`` gives the biases a λ
+of their own (a grid searched with the others).  Each sweep solves every user's ``[b_u, p_u]``
+by ridge against the items held fixed, then every item's, all rows in one batched solve.  λ and
+the rank are chosen by K-fold cross-validation on the training file only; the chosen model is
+refitted on all of it and scored on the test file.
 
     python tests/accuracy/dyad_als.py TRAIN TEST [--ranks 0,4,8] [--lambdas 3,10,30]
+        [--bias-lambdas 1,3,10]
 
 Prints test MSE / RMSE / MAE of the chosen model (predictions clipped to the label range).
 """
@@ -101,9 +103,8 @@ def cross_validate(users, items, labels, n_users, n_items, ranks, lambdas, folds
     for rank in ranks:
         for lam in lambdas:
             for bias_lam in bias_lambdas:
-                if rank == 0 and bias_lam is not None and len(lambdas) > 1:
-                    if lam != lambdas[0]:
-                        continue  # rank 0 has no latent vectors: λ is the bias λ alone
+                if rank == 0 and bias_lam is not None and lam != lambdas[0]:
+                    continue  # no latent vectors at rank 0: the biases' λ is the only one
                 errors = []
                 for f in np.unique(fold):
                     train = fold != f
