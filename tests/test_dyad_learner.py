@@ -840,7 +840,7 @@ def test_per_row_penalties_come_within_0_01_of_a_tuned_als_on_long_tailed_items(
     n_users, n_items = users.max() + 1, items.max() + 1
     scores = als.cross_validate(users[:cut], items[:cut], ratings[:cut].astype(float), n_users,
                                 n_items, (0, 4), (5.0, 15.0), folds=3, sweeps=8)
-    rank, lam = min(scores, key=scores.get)
+    rank, lam, _ = min(scores, key=scores.get)  # (rank, λ, the biases' own λ: None, λ)
     model = als.fit(users[:cut], items[:cut], ratings[:cut].astype(float), n_users, n_items,
                     rank, lam, sweeps=8)
     mse["als"] = float(np.mean((als.predict(model, users[cut:], items[cut:]) - ratings[cut:])
@@ -1006,3 +1006,31 @@ def test_shards_learn_at_the_decayed_latent_rate(tmp_path):
                                            "--dyad_decay", "0.9"])
     assert models["shards"].latent_scale == pytest.approx(0.9 ** 3)
     np.testing.assert_allclose(models["shards"].weights, models["one"].weights, atol=1e-6)
+
+
+
+def test_shared_rows_estimates_the_features_hashing_put_on_a_taken_row():
+    """F features hashed at random into R rows fill R(1 − e^(−F/R)) of them: from the rows
+    filled, shared_rows recovers how many features landed on a row already taken."""
+    from pyvw_lite.reductions.dyad import shared_rows
+    rng = np.random.default_rng(5)
+    for features, table in ((112_000, 1 << 18), (20_000, 1 << 14), (300, 1 << 18)):
+        rows = np.unique(rng.integers(0, table, features)).size
+        assert shared_rows(rows, table) == pytest.approx(features - rows, rel=0.05, abs=3)
+    assert shared_rows(0, 1 << 18) == 0
+
+
+def test_the_summary_says_when_dyadic_features_share_rows(tmp_path):
+    """2,000 items in a 2^10-row table: the summary counts the rows and names a larger -b; in
+    2^18 rows they are apart and the summary says nothing."""
+    from conftest import run_workspace
+    data = tmp_path / "r.vw"
+    data.write_text("".join(f"{1 + i % 5} |u u{i % 40} |m m{i}\n" for i in range(2000)))
+    _, err, code = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2", "-b", "10"])
+    assert code == 0
+    line = [text for text in err.splitlines() if text.startswith("dyadic rows = ")]
+    assert len(line) == 1 and "of 1024: about" in line[0] and "-b 14 keeps them apart" in line[0]
+    shared = int(line[0].split("about ")[1].split()[0])
+    assert 900 < shared < 1300  # 2,040 features in 1,024 rows: about 1,150 on a taken row
+    _, err, _ = run_workspace(["-d", str(data), "--dyad", "um", "--rank", "2"])
+    assert "dyadic rows" not in err

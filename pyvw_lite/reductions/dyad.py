@@ -138,6 +138,20 @@ def sized_l2(params, state):
     return l2 * factor
 
 
+def shared_rows(rows: int, table: int) -> int:
+    """About how many of the dyadic features share their weight row with another, from the
+    ``rows`` distinct rows they filled in a ``table`` of rows: ``F`` features hashed at random
+    fill ``R(1 − e^(−F/R))`` rows on average, so ``F ≈ −R·ln(1 − rows/R)`` and ``F − rows`` of
+    them landed on a row already taken.  Features that share a row share its bias and latent
+    vector: on Ciao (112,000 users and items in the 2^18 rows of -b 18) the biases alone lost
+    0.014 of held-out MSE to the same learner at -b 22 (tests/accuracy/dyad_real.py)."""
+    if rows <= 0 or table <= 0:
+        return 0
+    if rows >= table:
+        return table
+    return max(int(round(-table * math.log1p(-rows / table))) - rows, 0)
+
+
 def dyad_settings(options: Options) -> dict:
     """The dyadic learner's form and latent schedule, each given value or its form's default.
 

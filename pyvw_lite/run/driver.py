@@ -25,6 +25,7 @@ from ..learner.core import Learner
 from ..learners import gd
 from ..learners.losses import loss_value
 from ..options import OptionError
+from ..reductions.dyad import shared_rows
 from ..reductions.multiclass import class_buffers
 from .plan import RunPlan
 
@@ -406,6 +407,7 @@ class Driver:
                 self.progress.extra_summary.append(f"total queries = {ws.active.queries}")
             if ws.ode_step_caps:
                 self.progress.extra_summary.append(f"ode_step_cap = {ws.ode_step_caps}")
+            self.progress.extra_summary.extend(crowded_table(ws))
             total, weight = ws.multiclass_log_loss
             if o.probabilities and weight > 0:
                 self.progress.after_average.append(
@@ -432,3 +434,18 @@ class Driver:
         body = "".join(persist.weight_text(ws, f"{name}:{at}", at, predict_only)
                        for at, name in sorted(entries))
         persist.write_text_model(ws, path, body, resume)
+
+
+def crowded_table(ws) -> list[str]:
+    """The summary's line on a dyadic model whose features share weight rows: the rows they
+    filled and about how many share one (:func:`~pyvw_lite.reductions.dyad.shared_rows`), when
+    that is at least 1% of them; none otherwise."""
+    if not getattr(ws, "latent", 0):
+        return []
+    rows, table = int(ws.state[gd.LATENT_ROWS]), int(ws.weights.shape[0])
+    shared = shared_rows(rows, table)
+    if shared < 0.01 * (rows + shared):
+        return []
+    bits = int(math.log2(table))
+    return [f"dyadic rows = {rows} of {table}: about {shared} features share a row with another "
+            f"(their biases and latent vectors are one); -b {bits + 4} keeps them apart"]
