@@ -1,9 +1,11 @@
 """Where the shared real crowd sets are, and which of them each test iterates over.
 
-The folder ``../shared/datasets/crowd`` beside the repository holds 27 sets; the defaults were
-chosen on the first 21 of them (``FIRST_21``), and the tests that hold the defaults to their
-promises name those sets rather than whatever the folder holds, so that a set added there is
-studied before it is scored on.
+The folder ``../shared/datasets/crowd`` beside the repository holds 27 sets (``ALL``); the
+defaults before the last round were chosen on the first 21 of them (``FIRST_21``).  The tests
+that hold the defaults to their promises name the sets rather than whatever the folder holds, so
+that a set added there is studied before it is scored on.  ``SOURCES`` groups the sets by source
+(the same tasks under other worker pools, or one collection by the same authors): sets of one
+source are one fold when choosing, and one group when checking.
 """
 from __future__ import annotations
 
@@ -18,6 +20,30 @@ FIRST_21 = (
     "s4_Face_Sentiment_Identification", "s4_Relevance", "slr_loneliness", "smem_dog", "smem_web",
     "snow_rte", "snow_temp", "snow_wsd",
 )
+
+ALL = tuple(sorted(FIRST_21 + (
+    "act_ZenCrowd_all", "act_ZenCrowd_in", "act_ZenCrowd_us", "cubam_ducks", "s5_AdultContent",
+    "crowdscale13_fact_eval")))
+
+_GROUPED = {
+    "zencrowd": ("act_ZenCrowd_all", "act_ZenCrowd_in", "act_ZenCrowd_us"),
+    "snow": ("snow_rte", "snow_temp", "snow_wsd"),
+    "geirhos": ("geirhos_sketch", "geirhos_stylized"),
+    "cubam": ("cubam_bluebirds", "cubam_ducks"),
+}
+
+
+def source_of(name: str) -> str:
+    """The source group of a shared set (a set alone in its source is its own group)."""
+    for group, names in _GROUPED.items():
+        if name in names:
+            return group
+    return name
+
+
+SOURCES = {}
+for _name in ALL:
+    SOURCES.setdefault(source_of(_name), []).append(_name)
 
 
 def present(names=FIRST_21) -> list[str]:

@@ -694,6 +694,23 @@ def crowd_lodo(work: Path, records: bool):
     return values, set()
 
 
+@group("crowd_ties", "python tests/accuracy/crowd_ties.py", slow=True, needs_shared=True)
+def crowd_ties(work: Path, records: bool):
+    record = (ROOT / "tests" / "accuracy" / "crowd_ties.json") if records else work / "ties.json"
+    out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_ties.py"), "--json",
+               str(record)])
+    tables = [block for block in out.split("\n\n") if block.startswith("|")]
+    rows = json.loads(record.read_text())
+    cifar = rows["cifar10n"]
+    values = {"table": tables[1].strip(), "sets": len(rows), "cifar10n.ties": cifar["ties"],
+              "cifar10n.tasks": cifar["tasks"], "cifar10n.lowest": cifar["lowest"],
+              "cifar10n.confusion": cifar["confusion"],
+              "cifar10n.lowest_on_ties": cifar["lowest_on_ties"],
+              "cifar10n.confusion_on_ties": cifar["confusion_on_ties"],
+              "worst_loss": max(r["lowest"] - r["confusion"] for r in rows.values())}
+    return values, set()
+
+
 @group("crowd_worlds", "python tests/accuracy/crowd_worlds.py", slow=True, needs_shared=True)
 def crowd_worlds(work: Path, records: bool):
     record = (ROOT / "tests" / "accuracy" / "crowd_worlds.json") if records else work / "w.json"
