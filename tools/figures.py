@@ -711,6 +711,37 @@ def crowd_ties(work: Path, records: bool):
     return values, set()
 
 
+@group("crowd_diagnosis", "python tests/accuracy/crowd_diagnosis.py", slow=True,
+       needs_shared=True)
+def crowd_diagnosis(work: Path, records: bool):
+    record = (ROOT / "tests" / "accuracy" / "crowd_diagnosis.json") if records \
+        else work / "diagnosis.json"
+    markdown = (ROOT / "tests" / "accuracy" / "crowd_diagnosis.md") if records \
+        else work / "diagnosis.md"
+    out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_diagnosis.py"),
+               "--json", str(record), "--out", str(markdown)])
+    table = out.rstrip().split("### Summary")[-1].strip()
+    values = {"summary": table}
+    for name, r in json.loads(record.read_text()).items():
+        for key in ("truth_share", "answer_share", "vote_share", "bcc_prior"):
+            values[f"{name}.{key}"] = r[key]
+        values[f"{name}.flips_wrong"] = r["flips_wrong"]
+        values[f"{name}.flips_right"] = r["flips_right"]
+    return values, set()
+
+
+@group("crowd_loso", "python tests/accuracy/crowd_loso.py --from_json (the fits: without "
+       "--from_json)", slow=True, needs_shared=True)
+def crowd_loso(work: Path, records: bool):
+    """The tables from the committed record: the fits take an hour on a loaded machine."""
+    record = ROOT / "tests" / "accuracy" / "crowd_loso.json"
+    out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_loso.py"), "--json",
+               str(record), "--from_json"])
+    tables = [block.strip() for block in out.split("\n\n") if block.startswith("|")]
+    return {"sets": tables[0], "sources": tables[1], "loso": tables[2],
+            "verdicts": tables[3]}, set()
+
+
 @group("crowd_worlds", "python tests/accuracy/crowd_worlds.py", slow=True, needs_shared=True)
 def crowd_worlds(work: Path, records: bool):
     record = (ROOT / "tests" / "accuracy" / "crowd_worlds.json") if records else work / "w.json"

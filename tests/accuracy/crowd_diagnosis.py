@@ -12,6 +12,7 @@ worker matrices are from the ones the truth shows.  Prints markdown; pytest does
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -171,6 +172,21 @@ def diagnose(name, shared, out):
         w(f"| {m} | {overall:.3f} | " + " | ".join(f"{e:.3f}" for e in per_row) + " |")
     if K == 2:
         _binary_bias(data, known, fitted, truth_counts, out)
+    # one line for the summary: where BCC's wrong flips go, and that class's shares
+    toward = np.bincount(labels["bcc"][wrong], minlength=K)
+    target = int(toward.argmax())
+    bcc_prior = fits["bcc"].class_dirichlet / fits["bcc"].class_dirichlet.sum()
+    return dict(accuracy={m: float((lab[scored] == known[scored]).mean())
+                          for m, lab in labels.items()},
+                flips_right=int((scored & (labels["bcc"] != labels["majority"])
+                                 & (labels["bcc"] == known)).sum()),
+                flips_wrong=int(wrong.sum()), target=data.label_names[target],
+                target_share_of_wrong=float(toward[target] / max(toward.sum(), 1)),
+                truth_share=float(_shares(known[scored], K)[target]),
+                answer_share=float(_shares(data.rating_label, K)[target]),
+                vote_share=float(_shares(labels["majority"], K)[target]),
+                bcc_prior=float(bcc_prior[target]),
+                median_answers=float(np.median(per_worker)))
 
 
 def _binary_bias(data, known, fitted, truth_counts, out):
@@ -192,18 +208,38 @@ def _binary_bias(data, known, fitted, truth_counts, out):
         w(f"| {m} | {fp:.3f} | {fn:.3f} |")
 
 
+def summary_table(summary: dict) -> str:
+    lines = ["| set | majority | one-coin | BCC | EBCC | BCC's flips of the vote: right / wrong "
+             "| wrong flips toward | that class in the truth | in the answers | in the vote | "
+             "BCC's class prior |", "|---" * 11 + "|"]
+    for name, r in summary.items():
+        a = r["accuracy"]
+        lines.append(f"| {name} | {a['majority']:.4f} | {a['one_coin']:.4f} | {a['bcc']:.4f} | "
+                     f"{a['ebcc']:.4f} | {r['flips_right']} / {r['flips_wrong']} | "
+                     f"{r['target']} ({r['target_share_of_wrong']:.0%}) | {r['truth_share']:.3f} "
+                     f"| {r['answer_share']:.3f} | {r['vote_share']:.3f} | {r['bcc_prior']:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared",
                                                          "datasets", "crowd"))
     parser.add_argument("--sets", default=",".join(SIX))
     parser.add_argument("--out", default=None, help="also write the markdown here")
+    parser.add_argument("--json", default=None, help="write each set's summary here")
     options = parser.parse_args()
     out: list[str] = []
+    summary = {}
     for name in options.sets.split(","):
         printed = len(out)
-        diagnose(name, options.shared, out)
+        summary[name] = diagnose(name, options.shared, out)
         print("\n".join(out[printed:]), flush=True)
+    out += ["", "### Summary", "", summary_table(summary)]
+    print("\n".join(out[-4:]))
+    if options.json:
+        with open(options.json, "w") as handle:
+            json.dump(summary, handle, indent=1)
     if options.out:
         with open(options.out, "w") as handle:
             handle.write("\n".join(out) + "\n")
