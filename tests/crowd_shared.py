@@ -9,6 +9,8 @@ source are one fold when choosing, and one group when checking.
 """
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "crowd"
@@ -49,3 +51,24 @@ for _name in ALL:
 def present(names=FIRST_21) -> list[str]:
     """The named sets, or none where the shared folder is not beside this checkout."""
     return list(names) if SHARED.is_dir() else []
+
+
+def measurement_parser(doc: str, record: Path) -> argparse.ArgumentParser:
+    """The options every measurement script over the shared sets takes: where the sets are,
+    its JSON record, and ``--from_json`` to redraw the tables from the record."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--shared", default=str(SHARED))
+    parser.add_argument("--json", default=str(record))
+    parser.add_argument("--from_json", action="store_true",
+                        help="redraw the tables from --json instead of fitting")
+    return parser
+
+
+def read_record(path) -> dict:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def write_record(rows: dict, path) -> None:
+    with open(path, "w") as handle:
+        json.dump(rows, handle, indent=1)

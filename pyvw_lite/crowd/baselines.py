@@ -94,9 +94,10 @@ def majority_vote(data: CrowdData, ties: str = "confusion") -> np.ndarray:
     Ties, with ``ties="confusion"``: where three or more answers all differ, the tie goes to
     the answered label of highest posterior under one confusion matrix and class prior pooled
     over all workers (how often each plurality label occurs and each answer comes with it,
-    counted on the items with a single plurality); any other tie (two or more labels with two or more answers each,
-    or two answers that differ) goes to the lowest label, as it does for every tie with
-    ``ties="lowest"``.  The winner's share is raised by ``TIE_MARGIN``, so ``argmax`` names it.
+    counted on the items with a single plurality); any other tie (two or more labels with two
+    or more answers each, or two answers that differ) goes to the lowest label, as every tie
+    does with ``ties="lowest"``.  The winner's share is raised by ``TIE_MARGIN``, so
+    ``argmax`` names it.
     """
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {', '.join(TIE_RULES)}, not {ties!r}")

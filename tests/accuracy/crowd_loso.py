@@ -20,8 +20,6 @@ A measurement, not a test: pytest does not collect it.  Prints markdown, writes 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
@@ -34,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from crowd_shared import ALL, SHARED, source_of  # noqa: E402
+from crowd_shared import ALL, measurement_parser, read_record, source_of, write_record  # noqa: E402
 from pyvw_lite.crowd import baselines  # noqa: E402
 from pyvw_lite.crowd.batch import batch_em  # noqa: E402
 from pyvw_lite.crowd.bayes import bayes_fit  # noqa: E402
@@ -309,10 +307,7 @@ def report(rows: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", default=str(SHARED))
-    parser.add_argument("--json", default=os.path.join(HERE, "crowd_loso.json"))
-    parser.add_argument("--from_json", action="store_true")
+    parser = measurement_parser(__doc__, os.path.join(HERE, "crowd_loso.json"))
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="fit only these (and any a set lacks), keeping the others' "
                         "figures from --json")
@@ -323,20 +318,17 @@ def main() -> int:
     rows = {}
     if os.path.exists(options.json) and (options.from_json or options.methods != ",".join(
             METHODS)):
-        with open(options.json) as handle:
-            rows = json.load(handle)
+        rows = read_record(options.json)
     if options.seed_from:
-        with open(options.seed_from) as handle:
-            for name, old in json.load(handle)["rows"].items():
-                row = rows.setdefault(name, dict(accuracy={}, seconds={}, flips={}))
-                for method in ("one_coin", "em", "ebcc"):
-                    if method not in row["accuracy"]:
-                        row["accuracy"][method] = old["accuracy"][method]
-                        row["seconds"][method] = old["seconds"][method]
+        for name, old in read_record(options.seed_from)["rows"].items():
+            row = rows.setdefault(name, dict(accuracy={}, seconds={}, flips={}))
+            for method in ("one_coin", "em", "ebcc"):
+                if method not in row["accuracy"]:
+                    row["accuracy"][method] = old["accuracy"][method]
+                    row["seconds"][method] = old["seconds"][method]
     if not options.from_json:
         rows = measure(options.shared, rows, options.methods.split(","))
-        with open(options.json, "w") as handle:
-            json.dump(rows, handle, indent=1)
+        write_record(rows, options.json)
     print(report(rows))
     return 0
 

@@ -9,14 +9,13 @@ class prior pooled over all workers, else the lowest).  The rules tried before t
 answered most often over the set; the label whose workers agree most with the others'
 pluralities; the pooled posterior on every tie, or without its class prior; the class most
 often the plurality) each lost
-more than 0.005 to the lowest label on some set: see docs/crowd.md.  The rules are compared by each source's mean (sets of one source count once) and
+more than 0.005 to the lowest label on some set: see docs/crowd.md.  The rules are compared by
+each source's mean (sets of one source count once) and
 by leave one source out: for each source, the rule with the best mean over the other sources'
 means is scored on it.  Prints markdown; pytest does not collect it.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -26,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from crowd_shared import ALL, SHARED, source_of  # noqa: E402
+from crowd_shared import ALL, measurement_parser, read_record, source_of, write_record  # noqa: E402
 from pyvw_lite.crowd.baselines import TIE_RULES, majority_vote  # noqa: E402
 from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold  # noqa: E402
 
@@ -88,19 +87,12 @@ def report(rows: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", default=str(SHARED))
-    parser.add_argument("--json", default=os.path.join(HERE, "crowd_ties.json"))
-    parser.add_argument("--from_json", action="store_true")
+    parser = measurement_parser(__doc__, os.path.join(HERE, "crowd_ties.json"))
     options = parser.parse_args()
     assert set(RULES) == set(TIE_RULES)
-    if options.from_json:
-        with open(options.json) as handle:
-            rows = json.load(handle)
-    else:
-        rows = measure(options.shared)
-        with open(options.json, "w") as handle:
-            json.dump(rows, handle, indent=1)
+    rows = read_record(options.json) if options.from_json else measure(options.shared)
+    if not options.from_json:
+        write_record(rows, options.json)
     print(report(rows))
     return 0
 
