@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowd_shared import ALL_27, SHARED, present
+from crowd_shared import ALL, SHARED, present
 from pyvw_lite.crowd import baselines, kernels, online
 from pyvw_lite.crowd.batch import batch_em
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
@@ -23,7 +23,7 @@ from pyvw_lite.crowd.online import run_online
 from pyvw_lite.crowd.run import CrowdRun
 from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold
 
-SETS = present(ALL_27)
+SETS = present(ALL)
 PASSES = 10
 # batch minus online accuracy at 10 passes, measured 2026-11-29 (docs/crowd.md): no M-step
 # schedule measured by tests/accuracy/crowd_online_schedule.py closes them

@@ -190,10 +190,10 @@ def _answered_item(data: CrowdData) -> np.ndarray:
 
 
 class MajorityVote(_Aggregator):
-    """The most frequent answer per task (ties: the lowest label), or with ``skills`` (worker ->
-    weight, crowd-kit's weighted vote) the label with the largest sum of its workers' skills.
-    ``skills_``, as crowd-kit's: the share of each worker's answers that equal the task's
-    ``labels_``."""
+    """The most frequent answer per task (ties: see ``baselines.majority_vote``), or with
+    ``skills`` (worker -> weight, crowd-kit's weighted vote) the label with the largest sum of
+    its workers' skills.  ``skills_``, as crowd-kit's: the share of each worker's answers that
+    equal the task's ``labels_``."""
 
     def fit(self, data, skills=None, true_labels=None):
         prepared = self._prepare(data, true_labels)

@@ -2,7 +2,8 @@
 
 BCC learns a confusion matrix per worker.  That pays where workers answer many items (on the
 shared sets whose median answer comes from a worker with 58 answers or more, BCC is above
-majority vote on 16 of 19, level on 2 and 0.008 below it on one) and costs where they answer few:
+majority vote on 15 of 19, level on 2 and at most 0.0072 below it on two; 16, 2 and 1 before
+majority vote's tie rule) and costs where they answer few:
 on the two sets whose median answer comes from a worker with 6 and 7 answers, BCC, EBCC, EM
 and one-coin are all 0.013-0.075 below majority vote, because a K x K matrix cannot be learned
 from a handful of answers and the prior alone decides.  So the default measures the worker

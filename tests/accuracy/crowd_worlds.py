@@ -146,7 +146,7 @@ def score(data, truth) -> dict:
     choice = choose_default(data)
     accuracy["default"] = float((posteriors[choice.method].argmax(axis=1) == truth).mean())
     vote = posteriors["majority"]
-    tied = (vote >= vote.max(axis=1, keepdims=True) - 1e-12).sum(axis=1) > 1
+    tied = (vote >= vote.max(axis=1, keepdims=True) - 1e-6).sum(axis=1) > 1
     untied = {m: float((posteriors[m].argmax(axis=1) == truth)[~tied].mean())
               for m in ("majority", "bcc")}
     return dict(accuracy=accuracy, density=choice.density, default=choice.method,
