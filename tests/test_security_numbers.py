@@ -333,3 +333,75 @@ def test_python_entry_point_fuzz_refuses_or_stays_finite(tmp_path):
                                 "label": [1, 0, 0]})
         _finite_or_refused(lambda: [MajorityVote().fit_predict_proba(answers, skills=skills)
                                     .to_numpy()])
+
+
+def _cli(args):
+    """(exit code, stderr) of the command line ``args``, run in this process."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+def _binary_data(path, lines=200):
+    rng = np.random.default_rng(11)
+    path.write_text("".join(f"{1 if rng.random() < 0.5 else -1} |rater r_{rng.integers(10)} "
+                            f"|task t_{rng.integers(30)}\n" for _ in range(lines)))
+    return path
+
+
+@pytest.mark.parametrize("option,value", [("--power_t", "-50"), ("--power_t", "2"),
+                                          ("--constant", "1e39"), ("--initial_t", "-1"),
+                                          ("--decay_learning_rate", "1e300"),
+                                          ("--decay_learning_rate", "0")])
+def test_rate_options_that_overflow_the_updates_are_refused_and_keep_the_model(
+        tmp_path, option, value):
+    """A rate option outside the range where updates stay finite is refused by name before
+    anything is learned, so -f over the -i model keeps the model that was there."""
+    data = _binary_data(tmp_path / "d.vw")
+    model = tmp_path / "m.pvw"
+    _, err, code = run_workspace(["-d", str(data), "-f", str(model), "--quiet"])
+    assert code == 0, err
+    before = model.read_bytes()
+    code, err = _cli(["-d", str(data), "-i", str(model), "-f", str(model), option, value,
+                      "--passes", "2", "-c", "-k"])
+    assert code == 1 and f"option '{option}'" in err and "Traceback" not in err, err
+    assert model.read_bytes() == before
+    _, err, code = run_workspace(["-d", str(data), "-i", str(model), "-t", "--quiet"])
+    assert code == 0, err
+
+
+def test_a_model_with_weights_that_are_not_finite_is_never_written(tmp_path):
+    """The last guard: whatever made a weight NaN or infinite, -f is not written with it (the
+    next -i would refuse it) and the error says why."""
+    from pyvw_lite.learner.checks import Diverged
+    from pyvw_lite.workspace import Workspace
+    out = tmp_path / "m.pvw"
+    ws = Workspace(f"-f {out} --quiet")
+    ws.learn(["1 |rater r_1 |task t_9", "-1 |rater r_2 |task t_9"])
+    ws.learner.weights[np.flatnonzero(ws.learner.weights[:, 0])[:1], 0] = np.nan
+    with pytest.raises(Diverged, match="not all finite"):
+        ws.finish()
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("label", ["1_0", "\u0661", " 1"])
+def test_evaluate_reads_numbers_as_the_learner_does(tmp_path, label):
+    """A label Python's float() takes but the learner's parser does not (digit groups, other
+    scripts' digits) is refused in a numbers file, not read as a number."""
+    data = _binary_data(tmp_path / "d.vw", 20)
+    predictions = tmp_path / "p.txt"
+    _, err, code = run_workspace(["-d", str(data), "--binary", "-p", str(predictions),
+                                  "--quiet"])
+    assert code == 0, err
+    lines = data.read_text().splitlines()
+    lines[5] = label + " " + lines[5].split(" ", 1)[1]
+    odd = tmp_path / "odd.vw"
+    odd.write_text("\n".join(lines) + "\n")
+    code, err = _cli(["evaluate", "-p", str(predictions), "-d", str(odd)])
+    if label == " 1":  # a leading space is VW's empty label field: the line is unlabelled
+        assert code == 0, err
+    else:
+        assert code != 0 and "odd.vw:6" in err, err

@@ -39,6 +39,7 @@ def checked_schedule(path: str, name: str, value) -> float:
 # overflowed to NaN from a product of 1,000 on (generated ratings, three seeds, every form)
 MAX_LEARNING_RATE = 1e6
 MAX_LATENT_PRODUCT = 100.0
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_rates(options: Options, eta: float, latent_rate: float | None) -> None:
@@ -46,6 +47,16 @@ def check_rates(options: Options, eta: float, latent_rate: float | None) -> None
     a fraction of it) the latent one, within the range where the updates stay finite."""
     where = f" (given, or stored in {options.initial_regressor})" \
         if options.initial_regressor else ""
+    # a negative --power_t makes the rate grow with t, a decay above 1 makes it grow with the
+    # passes: both end in overflow, so they are refused like a rate beyond the bound
+    for name, low, high, low_open in (("power_t", 0.0, 1.0, False),
+                                      ("decay_learning_rate", 0.0, 1.0, True),
+                                      ("initial_t", 0.0, MAX_LEARNING_RATE, False)):
+        value = getattr(options, name)
+        if not (low < value <= high if low_open else low <= value <= high):
+            bounds = f"above {low:g} and at most {high:g}" if low_open \
+                else f"between {low:g} and {high:g}"
+            raise OptionError(f"option '--{name}': {value:g}{where} must be {bounds}")
     if not 0.0 <= eta <= MAX_LEARNING_RATE:
         gives = f" gives a rate of {eta:g};" if eta != options.learning_rate else ""
         raise OptionError(f"option '--learning_rate': {options.learning_rate:g}{where}{gives} "
@@ -90,6 +101,9 @@ class Configuration:
                 and o.min_prediction > o.max_prediction:
             raise OptionError(f"option '--min_prediction': {o.min_prediction:g} is above "
                               f"--max_prediction {o.max_prediction:g}")
+        if not (math.isfinite(o.constant) and abs(o.constant) <= FLOAT32_MAX):
+            raise OptionError(f"option '--constant': {o.constant:g} must be a finite "
+                              "number within float32 (the weight it starts is one)")
         self.bits = o.bit_precision
         self.mask = (1 << self.bits) - 1
         self.loss_name = o.loss_function

@@ -10,6 +10,7 @@ from .._version import __version__
 from ..io.atomic import atomic_write
 from ..io.model_io import ModelData, save_model, text_header
 from ..learners import gd
+from .checks import Diverged
 from .outputs import check_output, check_outputs
 
 
@@ -56,7 +57,11 @@ def save(learner, path: str, predict_only: bool | None = None) -> None:
     """Write the model to ``path`` atomically; it may be the ``-i`` model (continued and saved
     back), never the data."""
     check_output(learner.options, "-f", path)
-    save_model(path, model_data(learner, predict_only), __version__)
+    data = model_data(learner, predict_only)
+    if not np.isfinite(data.arrays["values"]).all():  # -i would refuse it: keep what was there
+        raise Diverged(f"{path}: the learned weights are not all finite numbers, so the model "
+                       "is not written (lower -l, or check the data's feature values)")
+    save_model(path, data, __version__)
 
 
 def finish(learner) -> None:

@@ -5,6 +5,7 @@ regression) get MAE and RMSE with 95% intervals instead."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,22 +228,24 @@ MAX_CLASSES = 4096  # the confusion matrix: 128 MiB
 PRINTED_CLASSES = 32
 
 
+# a number as the learner's parser reads one: ASCII digits, a point, an exponent (Python's
+# float() also takes "1_0", other scripts' digits and spaces, which the learner refuses)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# what is no class name either: Python's spellings of NaN and the infinities
+_NOT_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
 def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    if not _DECIMAL.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 
 def _looks_numeric(text: str) -> bool:
-    """Whether Python reads ``text`` as a float at all (``nan``, ``inf`` and ``1e39``
-    included): such a label is no class name."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """Whether ``text`` is written as a number (``nan``, ``inf`` and ``1e39`` included): such a
+    label is no class name."""
+    return bool(_DECIMAL.fullmatch(text) or _NOT_FINITE.fullmatch(text))
 
 
 def read_as_numbers(labels: list[tuple[str, int, str]], names: bool,
@@ -264,7 +267,7 @@ def read_as_numbers(labels: list[tuple[str, int, str]], names: bool,
 def numbers_of(rows: list[tuple[str, int, str]], decided: str) -> list[float]:
     """Each text of ``rows`` (``(path, line, text)``) as a number within float32, else a
     ValueError naming its file, line and text and what decided that the texts are numbers."""
-    parsed = np.array([float(text) if _looks_numeric(text) else math.nan
+    parsed = np.array([float(text) if _DECIMAL.fullmatch(text) else math.nan
                        for _, _, text in rows], dtype=np.float64)
     bad = first_beyond_float32(parsed)
     if bad >= 0:
