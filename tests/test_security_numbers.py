@@ -405,3 +405,20 @@ def test_evaluate_reads_numbers_as_the_learner_does(tmp_path, label):
         assert code == 0, err
     else:
         assert code != 0 and "odd.vw:6" in err, err
+
+
+@pytest.mark.parametrize("tag", ["a%FEb", "a%FFb", "q%0D", "a%00b"])
+def test_convert_back_refuses_a_tag_that_decodes_to_no_csv_id(tmp_path, tag):
+    """``a%FEb`` and ``a%FFb`` escape bytes that are no UTF-8: decoded leniently both became
+    ``a\\ufffdb``, one task; a CR or NUL would break the CSV row. Each is refused, located."""
+    import json
+    predictions = tmp_path / "p.txt"
+    predictions.write_text(f"1 ok\n2 {tag}\n")
+    label_map = tmp_path / "map.json"
+    label_map.write_text(json.dumps({"format": "pyvw-lite label map 1", "labels": ["x", "y"]}))
+    out = tmp_path / "labels.csv"
+    code, err = _cli(["convert", str(predictions), "--back", "--map", str(label_map),
+                      "-o", str(out)])
+    assert code != 0 and "p.txt:2" in err and "Traceback" not in err, err
+    assert not out.exists()
+

@@ -22,6 +22,7 @@ behaviour: the rows in the given order, the features as given, one pass.
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -149,9 +150,15 @@ class _VWEstimator(BaseEstimator):
         """``X`` as the learner sees it: ``(X - feature_mean_) / feature_scale_``."""
         if getattr(self, "feature_mean_", None) is None:  # also a model fitted before scaling
             return X
-        if hasattr(X, "tocsr"):  # sparse: scaled only, so that zeros stay zeros
-            return X.multiply(1.0 / self.feature_scale_).tocsr()
-        return (X - self.feature_mean_) / self.feature_scale_
+        with np.errstate(over="ignore", invalid="ignore"):
+            if hasattr(X, "tocsr"):  # sparse: scaled only, so that zeros stay zeros
+                scaled = X.multiply(1.0 / self.feature_scale_).tocsr()
+            else:
+                scaled = (X - self.feature_mean_) / self.feature_scale_
+        # values within float32 can leave it once centred and scaled by the training columns
+        check_numbers("X after scale_features (minus the training mean, over its spread)",
+                      scaled)
+        return scaled
 
     def _learn(self, X, targets, sample_weight, first: bool):
         check_numbers("X", X)
@@ -226,8 +233,12 @@ class VWRegressor(RegressorMixin, _VWEstimator):
             weights = np.full(y.shape, float(weights))
         if weights is not None and (weights.shape != y.shape or not np.sum(weights) > 0):
             return  # a wrong shape is refused, with its shape named, when learning starts
-        mean = float(np.average(y, weights=weights))
-        spread = float(np.sqrt(np.average((y - mean) ** 2, weights=weights)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean = float(np.average(y, weights=weights))
+            spread = float(np.sqrt(np.average((y - mean) ** 2, weights=weights)))
+        if not (math.isfinite(mean) and math.isfinite(spread)):
+            raise ValueError("y: its mean and spread overflow float64, so scale_target cannot "
+                             "standardise it: divide y by a power of ten first")
         self.target_mean_ = mean
         self.target_scale_ = spread if spread > 0 else 1.0
 

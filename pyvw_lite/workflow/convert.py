@@ -46,11 +46,17 @@ def vw_token(text: str) -> str:
 
 
 def from_vw_token(token: str) -> str:
-    """The id a :func:`vw_token` came from."""
-    if "%" not in token:
-        return token
-    from urllib.parse import unquote
-    return unquote(token)
+    """The id a :func:`vw_token` came from; a ValueError where its escapes are no UTF-8 (two
+    such tokens would decode to one replacement character: one id) or it holds a NUL or CR."""
+    if "%" in token:
+        from urllib.parse import unquote
+        try:
+            token = unquote(token, errors="strict")
+        except UnicodeDecodeError:
+            raise ValueError(f"{token!r} escapes bytes that are no UTF-8 text") from None
+    if "\0" in token or "\r" in token:  # CSV readers (ours too) end a line at a lone CR
+        raise ValueError(f"{token!r} holds a NUL or CR character, which a CSV row cannot")
+    return token
 
 
 @dataclass
@@ -193,7 +199,11 @@ def predictions_to_labels(predictions: str, label_map: str, out: str) -> int:
             if not 1 <= k <= len(names):
                 raise CrowdInputError(f"{predictions}:{line_number}: class {k} outside "
                                       f"1..{len(names)} of {label_map}")
-            rows.append((from_vw_token(rest[0]) if rest else str(line_number), names[k - 1]))
+            try:
+                task = from_vw_token(rest[0]) if rest else str(line_number)
+            except ValueError as exc:
+                raise CrowdInputError(f"{predictions}:{line_number}: tag {exc}") from None
+            rows.append((task, names[k - 1]))
     with atomic_write(out, binary=False) as handle:
         writer = csv.writer(handle, lineterminator="\n")  # quotes an id or label with a comma
         writer.writerow(("task", "label"))
