@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import run_workspace
+from ratings_data import rated_lines
 
 # the Makefile's training lines after "${VW}", with $@ and $(word 2,$+) spelt out
 TRAIN = {
@@ -28,14 +29,7 @@ INVERT = "-i {model} -t --invert_hash {text} -d {train}"
 def write_ratings(folder, users=150, items=100, ratings=3000, seed=4):
     """Ratings 1..5 of a rank-2 user x item model with biases, each line tagged with its rating
     (so a -p line is "prediction rating", the two columns the Makefile's MAE reads)."""
-    rng = np.random.default_rng(seed)
-    a, b = rng.normal(0, 0.8, (users, 2)), rng.normal(0, 0.8, (items, 2))
-    bu, bi = rng.normal(0, 0.4, users), rng.normal(0, 0.4, items)
-    pairs = rng.choice(users * items, ratings, replace=False)
-    u, i = pairs // items, pairs % items
-    mean = 3.5 + bu[u] + bi[i] + np.sum(a[u] * b[i], axis=1)
-    r = np.clip(np.rint(mean + rng.normal(0, 0.5, ratings)), 1, 5).astype(int)
-    lines = [f"{r[k]} '{r[k]} |u {u[k]} |m {i[k]}\n" for k in range(ratings)]
+    lines = rated_lines(users, items, ratings, seed)
     cut = ratings * 9 // 10
     (folder / "ml.train.vw").write_text("".join(lines[:cut]))
     (folder / "ml.test.vw").write_text("".join(lines[cut:]))
