@@ -311,7 +311,8 @@ def test_majority_vote_takes_crowd_kits_worker_skills():
     assert model.labels_.to_dict() == {"a": "x", "b": "y"}
     np.testing.assert_allclose(model.probas_.to_numpy(), [[0.6, 0.4], [0.2, 0.8]])
     assert model.skills_.to_dict() == {"u": 1.0, "v": 0.5, "w": 0.0}
-    with pytest.raises(ValueError, match="no finite, non-negative weight for worker 'v'"):
+    with pytest.raises(ValueError,
+                       match="no finite, non-negative weight within float32 for worker 'v'"):
         MajorityVote().fit(answers, {"u": 0.9})
     gold = MajorityVote().fit_predict(answers, true_labels={"a": "y"})
     assert gold.to_dict() == {"a": "y", "b": "y"}

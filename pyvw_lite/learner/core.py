@@ -405,7 +405,7 @@ class Learner:
         """:meth:`h_min` as an array whatever it was given."""
         tree = self.reduction is not None and self.reduction.name == "sft"
         if (self.reduction is not None and not tree) or self.config.lrq is not None:
-            raise ValueError("h_min is defined for binary learners, --dyad and --sft (not --lrq)")
+            raise ValueError("h_min is for binary learners and --sft (not --oaa, --ect or --lrq)")
         if tree and (target != 0.0 or label is not None):
             raise ValueError("under --sft, h_min is the reverting weight: no target or label")
         if self.params[gd.P_DYAD_DROPOUT]:
