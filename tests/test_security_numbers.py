@@ -54,7 +54,7 @@ def test_a_model_whose_latent_scale_takes_the_rate_below_its_bound_is_refused(
     (["-l", "1e300"], "'--learning_rate': 1e+300"),
     (["-l", "-1"], "'--learning_rate': -1"),
     (["-l", "20", "--dyad", "ui", "--dyad_rate", "10"], "'-l 20 --dyad_rate 10'"),
-    (["--sgd", "--initial_t", "1e300"], "gives a rate of 1e+151")])
+    (["--sgd", "--initial_t", "1e300"], "'--initial_t': 1e+300")])
 def test_rates_beyond_where_updates_stay_finite_are_refused(tmp_path, argv, needle, capsys):
     """-l 1e8 --loss_function logistic --dyad ui predicted NaN for 79 of 200 examples with
     exit 0: -l is bounded, and under --dyad so is its product with --dyad_rate."""
@@ -422,3 +422,16 @@ def test_convert_back_refuses_a_tag_that_decodes_to_no_csv_id(tmp_path, tag):
     assert code != 0 and "p.txt:2" in err and "Traceback" not in err, err
     assert not out.exists()
 
+
+
+@pytest.mark.parametrize("output", ["-r", "--readable_model", "--invert_hash"])
+def test_a_raw_score_that_overflows_stops_the_run_before_any_output(tmp_path, output):
+    """Labels of 1e30 and a feature of 1e15 at -l 1e6 (all within the bounds) overflow the raw
+    score to inf while the prediction is clipped to the label range: -r, --readable_model and
+    --invert_hash were written with inf, exit 0."""
+    data = tmp_path / "big.vw"
+    data.write_text("1e30 |a x:1e15\n" * 30 + "|a x:1\n")
+    out = tmp_path / "out.txt"
+    code, err = _cli(["--sgd", "-l", "1e6", "-d", str(data), output, str(out), "--quiet"])
+    assert code == 1 and "big.vw:2: learning diverged" in err, err
+    assert not out.exists()

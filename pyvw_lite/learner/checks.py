@@ -24,13 +24,14 @@ class Diverged(ValueError):
 
 def check_finite(config, batch: ParsedBatch, rows: np.ndarray, outputs: tuple) -> tuple:
     """The kernels' ``outputs`` (predictions, raw, losses, features) of a batch, or
-    :class:`Diverged` when its losses or (numeric) predictions are not all finite, naming the
+    :class:`Diverged` when its losses, raw scores or (numeric) predictions are not all finite, naming the
     first such example and the learning rates of ``config``: a NaN prediction is never written
     as one.  Two vectorised passes over a batch's outputs."""
-    pred, _, loss, _ = outputs
+    pred, raw, loss, _ = outputs
     finite = np.isfinite(loss)
-    if pred.dtype.kind == "f":
-        finite &= np.isfinite(pred) if pred.ndim == 1 else np.isfinite(pred).all(axis=1)
+    for values in (pred, raw):  # a clipped prediction can hide a raw score that overflowed
+        if values.dtype.kind == "f" and values.shape[:1] == finite.shape:
+            finite &= np.isfinite(values) if values.ndim == 1 else np.isfinite(values).all(axis=1)
     if finite.all():
         return outputs
     k = int(np.flatnonzero(~finite)[0])

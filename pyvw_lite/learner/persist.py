@@ -58,10 +58,15 @@ def save(learner, path: str, predict_only: bool | None = None) -> None:
     back), never the data."""
     check_output(learner.options, "-f", path)
     data = model_data(learner, predict_only)
-    if not np.isfinite(data.arrays["values"]).all():  # -i would refuse it: keep what was there
+    check_finite_weights(data.arrays["values"], path)  # -i would refuse it: keep what was there
+    save_model(path, data, __version__)
+
+
+def check_finite_weights(values: np.ndarray, path: str) -> None:
+    """:class:`Diverged` naming ``path`` when a weight to be written is not a finite number."""
+    if not np.isfinite(values).all():
         raise Diverged(f"{path}: the learned weights are not all finite numbers, so the model "
                        "is not written (lower -l, or check the data's feature values)")
-    save_model(path, data, __version__)
 
 
 def finish(learner) -> None:
@@ -101,7 +106,9 @@ def resume_lines(learner) -> list[str]:
 
 
 def write_text_model(learner, path: str, body: str, resume: list[str] | None) -> None:
-    """VW's text header (checksum = CRC-32 of the body) followed by ``body``."""
+    """VW's text header (checksum = CRC-32 of the body) followed by ``body``; never a model
+    whose weights are not all finite."""
+    check_finite_weights(learner.weights[:, [gd.W] + learner.latent_columns], path)
     header = text_header(__version__, learner.state[gd.MIN_LABEL], learner.state[gd.MAX_LABEL],
                          learner.bits, learner.options.kept_argv(resume=resume is not None),
                          zlib.crc32(body.encode()), resume)
