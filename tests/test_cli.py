@@ -453,6 +453,18 @@ def test_unwritable_model_path_is_a_clear_error(rater_task_file, capsys):
     assert "-f /nonexistent/dir/m.pvw: cannot write there (no directory /nonexistent/dir)" in err
 
 
+@pytest.mark.parametrize("name", ["{input}/", "{dir}/out.txt/"])
+def test_an_output_ending_in_a_slash_is_refused_by_its_own_name(rater_task_file, tmp_path, name,
+                                                               capsys):
+    """``-p d.vw/`` was refused naming the temporary file beside it (``.tmp-...: Not a
+    directory``), after the run."""
+    target = name.format(input=rater_task_file, dir=tmp_path)
+    assert main(["-d", str(rater_task_file), "-p", target, "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"-p {target}: cannot write there" in err, err
+    assert ".tmp" not in err
+
+
 def _fifo_feeding(path, data: bytes):
     """A named pipe at ``path`` that a thread fills with ``data`` once (as ``<(command)``)."""
     import threading

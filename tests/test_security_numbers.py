@@ -3,6 +3,8 @@ a mode or merge what is distinct: each refused in one line naming where it came 
 as the learner reads it (docs/security.md)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -54,13 +56,16 @@ def test_a_model_whose_latent_scale_takes_the_rate_below_its_bound_is_refused(
     (["-l", "1e300"], "'--learning_rate': 1e+300"),
     (["-l", "-1"], "'--learning_rate': -1"),
     (["-l", "20", "--dyad", "ui", "--dyad_rate", "10"], "'-l 20 --dyad_rate 10'"),
-    (["--sgd", "--initial_t", "1e300"], "'--initial_t': 1e+300")])
+    (["--sgd", "--initial_t", "1e300"], "'--initial_t': 1e+300"),
+    (["--initial_t", "1e308"], "'--initial_t': 1e+308")])
 def test_rates_beyond_where_updates_stay_finite_are_refused(tmp_path, argv, needle, capsys):
     """-l 1e8 --loss_function logistic --dyad ui predicted NaN for 79 of 200 examples with
     exit 0: -l is bounded, and under --dyad so is its product with --dyad_rate."""
     data = tmp_path / "d.vw"
     data.write_text(RATINGS)
-    assert main(["-d", str(data), "-p", str(tmp_path / "p.txt"), "--quiet", *argv]) == 1
+    with warnings.catch_warnings():  # refused before the value reaches an array
+        warnings.simplefilter("error")
+        assert main(["-d", str(data), "-p", str(tmp_path / "p.txt"), "--quiet", *argv]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
     assert not (tmp_path / "p.txt").exists()

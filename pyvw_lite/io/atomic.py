@@ -91,6 +91,9 @@ def _special_identity(path: str, role: str):
 def _refuse_unwritable(flag: str, path: str) -> None:
     """An output whose directory is missing or read-only fails now, not after the whole run
     has been spent on it."""
+    if path.endswith(("/", os.sep)):  # never the name of a file, whatever is there
+        raise ValueError(f"{flag} {path}: cannot write there (a file name cannot end in "
+                         f"{path[-1]!r})")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ValueError(f"{flag} {path}: cannot write there (no directory {directory})")

@@ -42,11 +42,15 @@ MAX_LATENT_PRODUCT = 100.0
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def check_rates(options: Options, eta: float, latent_rate: float | None) -> None:
-    """The learning rate ``eta`` the kernels take, and with ``latent_rate`` (``--dyad_rate``,
-    a fraction of it) the latent one, within the range where the updates stay finite."""
-    where = f" (given, or stored in {options.initial_regressor})" \
+def _given_or_stored(options: Options) -> str:
+    return f" (given, or stored in {options.initial_regressor})" \
         if options.initial_regressor else ""
+
+
+def check_schedule(options: Options) -> None:
+    """``--power_t``, ``--decay_learning_rate`` and ``--initial_t`` within the range where the
+    learning rate stays finite (checked before any of them reaches an array)."""
+    where = _given_or_stored(options)
     # a negative --power_t makes the rate grow with t, a decay above 1 makes it grow with the
     # passes: both end in overflow, so they are refused like a rate beyond the bound
     for name, low, high, low_open in (("power_t", 0.0, 1.0, False),
@@ -57,6 +61,13 @@ def check_rates(options: Options, eta: float, latent_rate: float | None) -> None
             bounds = f"above {low:g} and at most {high:g}" if low_open \
                 else f"between {low:g} and {high:g}"
             raise OptionError(f"option '--{name}': {value:g}{where} must be {bounds}")
+
+
+def check_rates(options: Options, eta: float, latent_rate: float | None) -> None:
+    """The learning rate ``eta`` the kernels take, and with ``latent_rate`` (``--dyad_rate``,
+    a fraction of it) the latent one, within the range where the updates stay finite."""
+    check_schedule(options)
+    where = _given_or_stored(options)
     if not 0.0 <= eta <= MAX_LEARNING_RATE:
         gives = f" gives a rate of {eta:g};" if eta != options.learning_rate else ""
         raise OptionError(f"option '--learning_rate': {options.learning_rate:g}{where}{gives} "
@@ -78,6 +89,7 @@ class Configuration:
         """``model``: the model the learner resumes (``-i``), or ``None``; ``log`` writes the
         learner's log lines (``[warning] ...``)."""
         o = self.options = options
+        check_schedule(o)
         if not 1 <= o.bit_precision <= 32:
             raise OptionError(f"option '--bit_precision': {o.bit_precision} is out of range 1..32")
         if o.passes < 1:
