@@ -89,7 +89,6 @@ class Configuration:
         """``model``: the model the learner resumes (``-i``), or ``None``; ``log`` writes the
         learner's log lines (``[warning] ...``)."""
         o = self.options = options
-        check_schedule(o)
         if not 1 <= o.bit_precision <= 32:
             raise OptionError(f"option '--bit_precision': {o.bit_precision} is out of range 1..32")
         if o.passes < 1:
@@ -146,6 +145,7 @@ class Configuration:
         if not initial_t >= 0.0 and (not self.adaptive or o.dyad):  # VW: NaN updates
             raise OptionError(f"option '--initial_t': {initial_t:g} must be at least 0 (the "
                               "learning rate decays as (initial_t + t)^-power_t)")
+        check_schedule(o)  # before any of them reaches the weight table
         if (not (self.adaptive and self.normalized) and not dyadic_adaptive
                 and "learning_rate" not in o.given):
             eta = 10.0
