@@ -205,16 +205,21 @@ def cubam_ducks(files: dict[str, bytes], settings: dict) -> dict[str, bytes]:
 
 def labelme_matrix(files: dict[str, bytes], settings: dict) -> dict[str, bytes]:
     """PyLearningCrowds' LabelMe ``answers.txt`` (images x workers, -1 where a worker did not
-    answer) and ``LabelMe_Z_train.txt`` (the true class per image)."""
+    answer) and ``LabelMe_Z_train.txt`` (the true class per image); answers sorted by task and
+    worker (ids zero-padded: ``img0002``, ``w07``)."""
     answers_path, truth_path = settings["answers"], settings["truth"]
+    image_id = "img{:0%dd}" % settings.get("image_digits", 4)
+    worker_id = "w{:0%dd}" % settings.get("worker_digits", 2)
     answers = []
     for image, (number, line) in enumerate(nonblank(files[answers_path], answers_path)):
         for worker, label in enumerate(line.split()):
             if not label.lstrip("-").isdigit():
                 raise bad(answers_path, number, line, "expected integer labels")
             if int(label) >= 0:
-                answers.append((f"img{image:04d}", f"w{worker}", str(int(label))))
-    truth = {f"img{image:04d}": line.strip()
+                answers.append((image_id.format(image), worker_id.format(worker),
+                                str(int(label))))
+    answers.sort()
+    truth = {image_id.format(image): line.strip()
              for image, (_, line) in enumerate(nonblank(files[truth_path], truth_path))}
     return crowd_files(answers, truth)
 
