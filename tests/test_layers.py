@@ -21,6 +21,8 @@ LAZY = {
     "cli/main.py": (("pyvw_lite.",),
                     "the command line answers --help and typos without loading numba"),
     "cli/app.py": (("pyvw_lite.",), "each subcommand loads only what it runs"),
+    "cli/data.py": (("pyvw_lite.datasets", "pyvw_lite.synthetic"),
+                    "`datasets` and `generate` load only what their subcommand runs"),
     "cli/crowd.py": (("pyvw_lite.distributed",),
                      "`pyvw-lite crowd` loads the sharded run only with --executor"),
     "crowd/run.py": (("pyvw_lite.crowd", "pyvw_lite.jit"),

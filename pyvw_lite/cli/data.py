@@ -32,26 +32,26 @@ def datasets_list() -> None:
     """Every set `fetch` knows: name, kind, size, source, licence as the source states it, and
     whether it is bundled, cached or still to fetch (the cache: $PYVW_LITE_DATA_HOME, else
     $XDG_CACHE_HOME/pyvw-lite/datasets, else ~/.cache/pyvw-lite/datasets)."""
-    from .. import datasets
-    entries = datasets.registry()
+    from ..datasets import bundled, cache_home, folder, is_cached, registry
+    entries = registry()
     rows = [("name", "kind", "size", "where", "source", "licence")]
-    for name in datasets.bundled():
-        where = datasets.folder(name)
+    for name in bundled():
+        where = folder(name)
         size = sum(path.stat().st_size for path in where.iterdir() if path.is_file())
         rows.append((name, "crowd", size_text(size), "bundled", "bundled with the package",
                      "see its README.md"))
     for name, entry in entries.items():
-        if name in datasets.bundled():
+        if name in bundled():
             continue
         size = sum(file["bytes"] for file in entry["files"].values())
-        state = "cached" if datasets.is_cached(entry) else "to fetch"
+        state = "cached" if is_cached(entry) else "to fetch"
         rows.append((name, entry["kind"], size_text(size), state,
                      f"{entry['repository']}@{entry['commit'][:8]}", entry["licence"]))
     widths = [max(len(row[k]) for row in rows) for k in range(5)]
     for row in rows:
         typer.echo("  ".join(text.ljust(width) for text, width in zip(row, widths)) + "  "
                    + row[5])
-    typer.echo(f"cache: {datasets.cache_home()}")
+    typer.echo(f"cache: {cache_home()}")
 
 
 @datasets_app.command("fetch")
@@ -61,11 +61,11 @@ def datasets_fetch(
     """Get each set into the cache (from $PYVW_LITE_DATASETS_MIRROR when set, else from its
     source, converted and checked against the registry's SHA-256) and print its folder, one
     line per set."""
-    from .. import datasets
+    from ..datasets import DatasetError, fetch
     for name in names:
         try:
-            typer.echo(str(datasets.fetch(name)))
-        except (datasets.DatasetError, OSError) as exc:
+            typer.echo(str(fetch(name)))
+        except (DatasetError, OSError) as exc:
             raise fail(exc) from None
 
 
