@@ -93,7 +93,7 @@ def test_bundled_sets_need_no_cache(cache):
 def test_a_set_without_a_converter_says_to_use_a_mirror(cache):
     with pytest.raises(datasets.DatasetError, match="no converter for its source yet.*"
                                                     "PYVW_LITE_DATASETS_MIRROR"):
-        datasets.fetch("geirhos_sketch")
+        datasets.fetch("roitero_politifact_s6")
     assert list(cache.iterdir()) == []
 
 
@@ -217,6 +217,16 @@ def rebuilt_sources(name: str) -> dict[str, bytes]:
                     " ".join(matrix.get((t, k), "-1") for k in range(workers)) + "\n"
                     for t in images).encode(),
                 settings["truth"]: "".join(f"{gold[t]}\n" for t in images).encode()}
+    if fmt == "psychophysics_csvs":
+        out = {}
+        for path in paths:
+            subject = "subject-" + path.split("_subject-")[1][:2]
+            mine = [(t, l) for t, w, l in answers if w == subject] + [(truth[0][0], "na")]
+            out[path] = as_csv([["subj", "session", "trial", "rt", "object_response", "category",
+                                 "condition", "imagename"]] + [
+                [subject, "1", str(k), "0.5", label, gold[task], "0", f"{k:04d}_ske_s01_{task}"]
+                for k, (task, label) in enumerate(mine, start=1)])
+        return out
     raise AssertionError(f"no rebuild for {fmt}")
 
 
@@ -342,3 +352,34 @@ def test_cli_fetch_of_an_unknown_name_fails_in_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("pyvw-lite: error: no dataset 'nope'; available: act_CF")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_psychophysics_rows_convert_as_the_source_writes_them():
+    """The first rows of model-vs-human's raw-data/sketch/sketch_subject-01_session_1.csv (as
+    the source has them) give the mirror's first answers of geirhos_sketch."""
+    source = (b"subj,session,trial,rt,object_response,category,condition,imagename\n"
+              b"subject-01,1,1,0.586625099182129,boat,boat,0,"
+              b"0001_ske_s01_0_boat_00_boat-0068-sketch-23.png\n"
+              b"subject-01,1,4,1.1105329990387,bird,cat,0,"
+              b"0004_ske_s01_0_cat_00_cat-0251-sketch-6.png\n"
+              b"subject-01,1,9,0.7,na,knife,0,0009_ske_s01_0_knife_00_knife-0044-sketch-48.png\n")
+    out = convert.psychophysics_csvs({"s.csv": source}, {})
+    assert out["answers.csv"].decode().splitlines() == [
+        "task,worker,label", "0_boat_00_boat-0068-sketch-23.png,subject-01,boat",
+        "0_cat_00_cat-0251-sketch-6.png,subject-01,bird"]
+    assert out["truth.csv"].decode().splitlines()[1:] == [
+        "0_boat_00_boat-0068-sketch-23.png,boat", "0_cat_00_cat-0251-sketch-6.png,cat",
+        "0_knife_00_knife-0044-sketch-48.png,knife"]
+    with pytest.raises(convert.SourceError, match="s.csv:1: no column imagename"):
+        convert.psychophysics_csvs({"s.csv": b"subj,object_response,category\n"}, {})
+
+
+@needs_mirror
+def test_the_test_suites_helper_reaches_the_mirror_through_the_loader(cache, monkeypatch):
+    sys.path.insert(0, str(Path(__file__).parent))
+    import crowd_shared
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, str(crowd_shared.MIRROR))
+    where = crowd_shared.folder("d_sentiment")
+    assert where == cache / "d_sentiment"
+    assert (where / "answers.csv").read_bytes() == \
+        (crowd_shared.SHARED / "d_sentiment" / "answers.csv").read_bytes()

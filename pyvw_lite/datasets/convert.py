@@ -224,6 +224,33 @@ def labelme_matrix(files: dict[str, bytes], settings: dict) -> dict[str, bytes]:
     return crowd_files(answers, truth)
 
 
+def psychophysics_csvs(files: dict[str, bytes], settings: dict) -> dict[str, bytes]:
+    """model-vs-human's ``raw-data/*/*_subject-NN_session_1.csv``, one file per participant:
+    ``subj,...,object_response,category,...,imagename`` with a header row.  The task is the
+    image name without its per-participant prefix (``0004_ske_s01_``), the label the response
+    (``na``, no answer, is left out), the truth the image's category."""
+    answers, truth = [], {}
+    for path in files:  # the registry's order: participant by participant
+        columns = None
+        for number, fields in rows_of(files[path], path):
+            if columns is None:
+                columns = {name: k for k, name in enumerate(fields)}
+                missing = {"subj", "object_response", "category", "imagename"} - set(columns)
+                if missing:
+                    raise bad(path, number, ",".join(fields), f"no column {sorted(missing)[0]}")
+                continue
+            if len(fields) < len(columns):
+                raise bad(path, number, ",".join(fields), f"expected {len(columns)} fields")
+            image = fields[columns["imagename"]].split("_", 3)
+            if len(image) < 4:
+                raise bad(path, number, ",".join(fields), "an image name without its prefix")
+            task, response = image[3], fields[columns["object_response"]]
+            add_truth(truth, task, fields[columns["category"]], (path, number, ",".join(fields)))
+            if response != "na":
+                answers.append((task, fields[columns["subj"]], response))
+    return crowd_files(answers, truth)
+
+
 def nonblank(data: bytes, path: str):
     return [(number, line) for number, line in enumerate(text_of(data, path).splitlines(), 1)
             if line.strip()]
@@ -263,6 +290,7 @@ CONVERTERS = {
     "cubam_yaml": cubam_yaml,
     "cubam_ducks": cubam_ducks,
     "labelme_matrix": labelme_matrix,
+    "psychophysics_csvs": psychophysics_csvs,
     "ratings_split": ratings_split,
 }
 
