@@ -10,9 +10,12 @@ with labels ``1..K`` (or ``-1``/``1`` for a binary set).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .io.atomic import atomic_write, published_together
 
 
 @dataclass
@@ -58,7 +61,8 @@ def rater_task(n_ratings: int = 1_000_000, n_raters: int = 2_000, n_tasks: int =
 
 
 def write_vw(path: str, data: RaterTaskData, binary: bool = False, chunk: int = 200_000) -> None:
-    with open(path, "w") as handle:
+    """The ratings as VW lines (written atomically: a reader never sees half a file)."""
+    with atomic_write(path, binary=False) as handle:
         lines = data.vw_lines(binary)
         for start in range(0, len(lines), chunk):
             handle.write("\n".join(lines[start:start + chunk]) + "\n")
@@ -77,7 +81,7 @@ class CrowdAnswers:
         """crowd-kit's layout: ``task,worker,label`` (and ``task,label`` for the truth), the
         answers ``chunk`` rows at a time (whole-column numpy strings took 3.6 GB at 5,000,000
         answers: fixed-width rows of 67 four-byte characters and three wide column copies)."""
-        with open(answers_path, "w") as handle:
+        with published_together(), atomic_write(answers_path, binary=False) as handle:
             handle.write("task,worker,label\n")
             for first in range(0, self.tasks.size, chunk):
                 piece = slice(first, first + chunk)
@@ -85,11 +89,12 @@ class CrowdAnswers:
                            self.labels[piece].tolist())
                 handle.write("".join(f"t{task},w{worker},{label}\n"
                                      for task, worker, label in rows))
-        if truth_path:
-            with open(truth_path, "w") as handle:
-                handle.write("task,label\n")
-                handle.write("\n".join(f"t{task},{label}"
-                                       for task, label in enumerate(self.truth.tolist())) + "\n")
+            if truth_path:
+                with atomic_write(truth_path, binary=False) as truth:
+                    truth.write("task,label\n")
+                    truth.write("\n".join(f"t{task},{label}"
+                                           for task, label in enumerate(self.truth.tolist()))
+                                + "\n")
 
 
 def crowd_answers(n_tasks: int = 100_000, answers_per_task: int = 5, n_workers: int = 2_000,
@@ -149,14 +154,34 @@ def _distinct_draws(rng, p: np.ndarray, rows: int, per_row: int) -> np.ndarray:
     return out
 
 
-def user_item_ratings(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items: int = 3_700,
-                      rank: int = 8, latent_sd: float = 0.6, noise_sd: float = 0.8,
-                      seed: int = 12345) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(users, items, ratings)``: integer ratings 1..5 of a low-rank model with biases,
-    ``round(3.5 + b_u + b_i + p_u·q_i + noise)`` with ``p_u·q_i`` of standard deviation
-    ``latent_sd``; users' activity is log-normal and items' popularity Zipf-like, and no pair is
-    rated twice (a pair drawn again is dropped: popular items and active users collide, so fewer
-    than ``n_ratings`` come back)."""
+@dataclass
+class UserItemRatings:
+    users: np.ndarray
+    items: np.ndarray
+    ratings: np.ndarray  # 1..5
+    mean: np.ndarray  # the generating model's value before noise and rounding
+    base: np.ndarray  # its biases alone: 3.5 + b_u + b_i
+    noise_sd: float
+
+    def expected(self, mean: np.ndarray) -> np.ndarray:
+        """The expected rounded and clipped rating ``E[clip(round(mean + noise), 1, 5)]``: the
+        best prediction under squared loss given ``mean`` (the oracle's, given the model's)."""
+        edges = np.array([-np.inf, 1.5, 2.5, 3.5, 4.5, np.inf])
+        z = (edges[None, :] - np.asarray(mean)[:, None]) / self.noise_sd
+        cdf = 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+        return np.diff(cdf, axis=1) @ np.arange(1, 6)
+
+    def split(self, test_fraction: float, seed: int) -> np.ndarray:
+        """A seeded mask of the test ratings (each rating independently, with probability
+        ``test_fraction``), from a stream of its own: the ratings do not depend on it."""
+        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        return rng.random(self.ratings.size) < test_fraction
+
+
+def user_item_world(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items: int = 3_700,
+                    rank: int = 8, latent_sd: float = 0.6, noise_sd: float = 0.8,
+                    seed: int = 12345) -> UserItemRatings:
+    """The ratings of :func:`user_item_ratings` with the model that generated them."""
     rng = np.random.default_rng(seed)
     p = rng.normal(0.0, 1.0, (n_users, rank))
     q = rng.normal(0.0, 1.0, (n_items, rank))
@@ -171,16 +196,30 @@ def user_item_ratings(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items:
     _, first = np.unique(users.astype(np.int64) * n_items + items, return_index=True)
     keep = np.sort(first)
     users, items = users[keep], items[keep]
-    mean = 3.5 + user_bias[users] + item_bias[items] + scale * np.einsum(
-        "ij,ij->i", p[users], q[items])
+    base = 3.5 + user_bias[users] + item_bias[items]
+    mean = base + scale * np.einsum("ij,ij->i", p[users], q[items])
     ratings = np.clip(np.rint(mean + rng.normal(0.0, noise_sd, users.size)), 1, 5).astype(int)
-    return users, items, ratings
+    return UserItemRatings(users=users, items=items, ratings=ratings, mean=mean, base=base,
+                           noise_sd=noise_sd)
+
+
+def user_item_ratings(n_ratings: int = 1_000_000, n_users: int = 6_040, n_items: int = 3_700,
+                      rank: int = 8, latent_sd: float = 0.6, noise_sd: float = 0.8,
+                      seed: int = 12345) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(users, items, ratings)``: integer ratings 1..5 of a low-rank model with biases,
+    ``round(3.5 + b_u + b_i + p_u·q_i + noise)`` with ``p_u·q_i`` of standard deviation
+    ``latent_sd``; users' activity is log-normal and items' popularity Zipf-like, and no pair is
+    rated twice (a pair drawn again is dropped: popular items and active users collide, so fewer
+    than ``n_ratings`` come back)."""
+    world = user_item_world(n_ratings, n_users, n_items, rank, latent_sd, noise_sd, seed)
+    return world.users, world.items, world.ratings
 
 
 def write_ratings(path: str, users: np.ndarray, items: np.ndarray, ratings: np.ndarray,
                   chunk: int = 200_000) -> None:
-    """VW lines ``<rating> |u u_<user> |m m_<item>`` (the namespaces of VW's movielens demo)."""
-    with open(path, "w") as handle:
+    """VW lines ``<rating> |u u_<user> |m m_<item>`` (the namespaces of VW's movielens demo),
+    written atomically."""
+    with atomic_write(path, binary=False) as handle:
         for start in range(0, users.size, chunk):
             part = slice(start, start + chunk)
             handle.write("".join(f"{r} |u u_{u} |m m_{i}\n" for r, u, i in zip(

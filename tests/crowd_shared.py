@@ -1,6 +1,9 @@
 """Where the shared real crowd sets are, and which of them each test iterates over.
 
-The folder ``../shared/datasets/crowd`` beside the repository holds 27 sets (``ALL``); the
+The folder ``../shared/datasets`` beside the repository is a mirror of the registered sets
+(``pyvw_lite.datasets``): importing this module points ``PYVW_LITE_DATASETS_MIRROR`` at it when
+it is there, so ``pyvw_lite.datasets.fetch(name)`` (and ``folder`` below) work offline.  Its
+``crowd/`` holds 27 sets (``ALL``); the
 defaults before the last round were chosen on the first 21 of them (``FIRST_21``).  The tests
 that hold the defaults to their promises name the sets rather than whatever the folder holds, so
 that a set added there is studied before it is scored on.  ``SOURCES`` groups the sets by source
@@ -11,9 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "crowd"
+MIRROR = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SHARED = MIRROR / "crowd"
+if MIRROR.is_dir():
+    os.environ.setdefault("PYVW_LITE_DATASETS_MIRROR", str(MIRROR))
 
 FIRST_21 = (
     "act_CF", "act_MS", "cifar10n", "crowdtruth_medrel_cause", "cubam_bluebirds", "d_jn-product",
@@ -51,6 +58,13 @@ for _name in ALL:
 def present(names=FIRST_21) -> list[str]:
     """The named sets, or none where the shared folder is not beside this checkout."""
     return list(names) if SHARED.is_dir() else []
+
+
+def folder(name: str) -> Path:
+    """The set's folder (answers.csv, truth.csv) through the loader: bundled, cached, or copied
+    from the mirror and checked against the registry's SHA-256."""
+    from pyvw_lite import datasets
+    return datasets.fetch(name)
 
 
 def measurement_parser(doc: str, record: Path) -> argparse.ArgumentParser:

@@ -21,6 +21,8 @@ LAZY = {
     "cli/main.py": (("pyvw_lite.",),
                     "the command line answers --help and typos without loading numba"),
     "cli/app.py": (("pyvw_lite.",), "each subcommand loads only what it runs"),
+    "cli/data.py": (("pyvw_lite.datasets", "pyvw_lite.synthetic"),
+                    "`datasets` and `generate` load only what their subcommand runs"),
     "cli/crowd.py": (("pyvw_lite.distributed",),
                      "`pyvw-lite crowd` loads the sharded run only with --executor"),
     "crowd/run.py": (("pyvw_lite.crowd", "pyvw_lite.jit"),
@@ -35,7 +37,8 @@ LAZY = {
                        "scikit-learn's discovery imports every estimator; numba loads on fit"),
     "workflow/experiment.py": (("pyvw_lite.workspace", "pyvw_lite.jit"),
                                "an experiment loads the learner when it first trains one"),
-    "datasets.py": (("pyvw_lite.io",), "the bundled data's paths need no numba"),
+    "datasets/__init__.py": (("pyvw_lite.io", "pyvw_lite.datasets"),
+                             "the data's paths need no numba; only a download converts"),
     "options.py": (("pyvw_lite.vw_options",),
                    "VW's option list is read only to name an option VW has and we lack"),
 }

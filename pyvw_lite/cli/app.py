@@ -8,6 +8,7 @@ import typer
 
 from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.atomic import atomic_write, check_paths
+from .data import datasets_app, generate_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="pyvw-lite subcommands (a plain VW command line needs none).")
@@ -16,6 +17,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 @app.callback()
 def _root() -> None:
     """pyvw-lite subcommands."""
+
+
+app.add_typer(datasets_app, name="datasets")
+app.add_typer(generate_app, name="generate")
 
 
 @app.command()

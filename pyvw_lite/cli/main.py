@@ -26,6 +26,8 @@ SUBCOMMANDS = {
     "experiment": "run a configured rater-task experiment (configs/*.toml)",
     "compile": "fill the kernel cache ahead of time (--all, or modes)",
     "plot": "progressive loss curves of runs from their saved progress tables (PNG)",
+    "datasets": "list the real crowd and rating sets, fetch them into the cache",
+    "generate": "seeded synthetic data: ratings, crowd answers, rater-task lines",
 }
 
 
