@@ -133,10 +133,11 @@ class Links:
 # what the browser reports of a page: its size, what sticks out of the content column, its links
 PAGE_FACTS = """
 const width = window.innerWidth;
-const column = document.querySelector('.md-content');
-const columnBox = column ? column.getBoundingClientRect() : null;
+const column = document.querySelector('.md-content') || document.querySelector('[role=main]')
+               || document.body;
+const columnBox = column.getBoundingClientRect();
 const wide = [];
-for (const table of document.querySelectorAll('.md-content table')) {
+for (const table of column.querySelectorAll('table')) {
   const box = (table.closest('.md-typeset__scrollwrap') || table).getBoundingClientRect();
   if (box.left < columnBox.left - 1 || box.right > columnBox.right + 1) {
     const head = table.querySelector('th, td');
@@ -150,8 +151,8 @@ for (const e of document.querySelectorAll('img[src], script[src]')) links.push(e
 for (const e of document.querySelectorAll('link[rel=stylesheet][href]')) links.push(e.href);
 return {
   title: document.title,
-  h1: (document.querySelector('.md-content h1') || {}).textContent || '',
-  article: column ? column.innerText.trim().length : 0,
+  h1: (column.querySelector('h1') || {}).textContent || '',
+  article: column.innerText.trim().length,
   scrollWidth: document.documentElement.scrollWidth,
   width: width,
   wide: wide,
