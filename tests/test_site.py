@@ -57,14 +57,20 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The built site, served on a free port of 127.0.0.1: (root URL, site folder)."""
-    _need_browser()
+def built_site(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("site") / "site"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                            str(site)], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr
+    return site
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    """The built site, served on a free port of 127.0.0.1: (root URL, site folder)."""
+    _need_browser()
+    site = built_site
     handler = functools.partial(_Quiet, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -240,3 +246,17 @@ def test_the_check_sees_a_wide_table_a_broken_link_and_a_missing_anchor(server, 
     assert "reaches past the content column" in text, text
     assert "no-such-page/: HTTP 404" in text, text
     assert "no anchor #no-such-anchor" in text, text
+
+
+def test_the_api_reference_renders_every_name_of_all(built_site):
+    """mkdocstrings renders each name of each module's ``__all__`` (it leaves out, without a
+    warning, a name it cannot find in the source, as the package's lazily imported Workspace
+    was)."""
+    import importlib
+    from test_reference import api_modules
+    anchors = _Anchors()
+    anchors.feed((built_site / "reference" / "python" / "index.html").read_text())
+    missing = [f"{name}.{public}" for name in api_modules()
+               for public in importlib.import_module(name).__all__
+               if f"{name}.{public}" not in anchors.ids]
+    assert not missing, f"not rendered in the API reference: {missing}"
