@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -172,12 +173,17 @@ def command_section(name: str, command) -> list[str]:
     return lines + table(("option", "value", "default", "description"), rows)
 
 
+def page_head(source: str, title: str, intro: str) -> list[str]:
+    """A generated page's first lines: the comment that says how to regenerate it (invisible on
+    the site), its title and its first paragraph."""
+    return [HEADER.format(source=source).rstrip(), "", f"# {title}", "", intro, ""]
+
+
 def cli_page() -> str:
-    lines = [HEADER.format(source="the option table and the typer app").rstrip(), "",
-             "# Command-line reference", "",
-             "`pyvw-lite` is the learner when its first argument is an option or a file, and a "
-             "subcommand when it is one of the commands below. `pyvw-lite --help` and "
-             "`pyvw-lite COMMAND --help` print the same options.", ""]
+    lines = page_head("the option table and the typer app", "Command-line reference",
+                      "`pyvw-lite` is the learner when its first argument is an option or a "
+                      "file, and a subcommand when it is one of the commands below. `pyvw-lite "
+                      "--help` and `pyvw-lite COMMAND --help` print the same options.")
     lines += learner_section() + refused_section()
     lines += ["## Subcommands", "",
               "`pyvw-lite COMMAND [options]`; a data file named like a command needs `-d`.", ""]
@@ -215,11 +221,10 @@ def api_modules() -> dict[str, Path]:
 
 
 def python_page() -> str:
-    lines = [HEADER.format(source="each module's __all__").rstrip(), "",
-             "# Python API reference", "",
-             "Every public class and function of `pyvw_lite` and of the modules of "
-             "`pyvw_lite.api`, from their docstrings. [Python APIs](../python.md) shows them "
-             "at work.", ""]
+    lines = page_head("each module's __all__", "Python API reference",
+                      "Every public class and function of `pyvw_lite` and of the modules of "
+                      "`pyvw_lite.api`, from their docstrings. [Python APIs](../python.md) "
+                      "shows them at work.")
     for module, path in api_modules().items():
         names = public_names(path)
         if names is None:
@@ -253,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(str(path.relative_to(ROOT)))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
+            partial = path.with_name(f".{path.name}.partial")  # whole or not at all
+            partial.write_text(content)
+            os.replace(partial, path)
             print(f"wrote {path.relative_to(ROOT)}")
     if stale:
         print("out of date (python tools/reference.py rewrites them): " + ", ".join(stale),
