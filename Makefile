@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT := demo-out
 
-.PHONY: install test demo bench figures clean clean-cache
+.PHONY: install test demo bench figures docs clean clean-cache
 
 # The demo's environment runs every block README.md and docs/ show: matplotlib for plots, pandas
 # and scikit-learn for the Python blocks (tests/test_readme.py builds it this way); the dask
@@ -15,7 +15,7 @@ $(VENV)/.demo-installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.demo-installed
-	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,docs]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -49,6 +49,14 @@ demo: $(VENV)/.demo-installed
 # A group that needs ../shared, crowd-kit (CROWDKIT_PYTHON=...) or statsmodels is skipped without.
 figures: install
 	$(BIN)/python tools/figures.py $(FIGURES)
+
+# The docs site into site/: the reference pages regenerated from the code (tools/reference.py),
+# a strict build, then the browser check (tests/test_site.py: headless Chromium at 1280 px; it
+# needs Debian's chromium and chromium-driver, as .ci/run installs them). Open site/index.html.
+docs: install
+	$(BIN)/python tools/reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+	$(BIN)/python -m pytest tests/test_reference.py tests/test_site.py
 
 bench: install
 	$(BIN)/python -m pip install --quiet vowpalwabbit

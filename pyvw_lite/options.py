@@ -185,7 +185,7 @@ OPTIONS: tuple[Option, ...] = (
            "binary and regression updates drop latent coordinates alike)", "Dyadic", keep=True),
     Option("dyad_plain", FLAG, False, "the plain form p = a·b (the default; kept for scripts)",
            "Dyadic", keep=True),
-    Option("dyad_shifted", FLAG, False, "SPEC §B's shifted form p = (1+a)·(1+b) - k, with its "
+    Option("dyad_shifted", FLAG, False, "the shifted form p = (1+a)·(1+b) - k, with its "
            "earlier defaults (rate 1/(2k), noise 0.01, no L2, the --power_t decay)", "Dyadic",
            keep=True, layout=True),
     Option("dyad_plain_rate", FLAG, False, "linear terms of a --dyad model at the plain rate too "
@@ -223,7 +223,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ode_atol", FLOAT, 1e-10, "absolute tolerance of the dyadic logistic/squared ODE",
            "Dyadic", metavar="TOL"),
     Option("ode_solver", STR, "taylor", "solver of the dyadic logistic/squared ODE: Taylor "
-           "polynomials (degree up to 16, mostly one step per update) or SPEC §B.6's RK4 with "
+           "polynomials (degree up to 16, mostly one step per update) or classical RK4 with "
            "step doubling", "Dyadic", choices=("taylor", "rk4")),
     # multiclass reductions
     Option("oaa", INT, 0, "one-against-all over K classes", "Multiclass", keep=True, layout=True,
@@ -248,7 +248,7 @@ OPTIONS: tuple[Option, ...] = (
            "Multiclass", keep=True, layout=True),
     # scale-out
     Option("executor", STR, None, "learn on shards, averaging after each pass: serial, "
-           "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="SPEC"),
+           "processes:N, dask:ADDRESS or dask-local:N", "Scale-out", metavar="EXECUTOR"),
     Option("shards", INT, 0, "number of shards (0: one per worker)", "Scale-out", metavar="N"),
     Option("averaging", STR, "adaptive", "how shard models combine after a pass (adaptive "
            "weights each update by its squared gradients)", "Scale-out",

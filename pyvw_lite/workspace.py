@@ -122,7 +122,7 @@ class Workspace:
 
     def h_min(self, examples, target: float = 0.0, label: float | None = None):
         """The smallest importance weight whose update would move each example's prediction to
-        ``target`` with label ``label`` (SPEC §C); by default the reverting weight.  One line
+        ``target`` with label ``label``; by default the reverting weight.  One line
         gives one number, several an array (:meth:`Learner.h_min
         <pyvw_lite.learner.core.Learner.h_min>`)."""
         return self.learner.h_min(examples, target, label)

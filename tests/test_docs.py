@@ -26,6 +26,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     import shutil
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(ROOT / "tools", tmp_path / "tools")  # the docstrings' extension
     with open(tmp_path / "docs" / "active.md", "a") as handle:
         handle.write("\n[missing](no-such-page.md)\n")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",

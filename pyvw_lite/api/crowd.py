@@ -24,6 +24,9 @@ from ..crowd.defaults import AUTO_DEFAULTS, DEFAULTS, EBCC_DEFAULTS
 from ..io.crowd_input import CrowdData, from_arrays
 from .arrays import check_numbers
 
+__all__ = ["Auto", "BCC", "BatchEM", "DawidSkene", "EBCC", "MajorityVote", "OneCoinDawidSkene",
+           "OnlineEM"]
+
 _CONFIG_FIELDS = ("priorz", "learn_priorz", "symmetric", "nu", "sigma_alpha", "sigma_mu",
                   "sigma_b", "kappa", "worker_map", "n_worker_bits", "eta", "rho", "initial_t",
                   "n_items")
@@ -331,7 +334,7 @@ def _with_settings(cls):
 
 @_with_settings
 class BatchEM(_NominalModel):
-    """Batch MAP-EM of the nominal label model (SPEC §E.3): Dawid-Skene confusion matrices with
+    """Batch MAP-EM of the nominal label model: Dawid-Skene confusion matrices with
     a Gaussian prior and hyperprior, learned class prior, optional item difficulty."""
 
     def __init__(self, n_iter: int = DEFAULTS["max_iters"], tol: float = DEFAULTS["tol"],
@@ -366,7 +369,7 @@ class DawidSkene(BatchEM):
 
 @_with_settings
 class OnlineEM(_NominalModel):
-    """Online EM (SPEC §E.4) with hashed worker slots and the lazy hyperprior; ``partial_fit``
+    """Online EM with hashed worker slots and the lazy hyperprior; ``partial_fit``
     continues on new answers with the same model.  ``labels_`` come from the model after the
     passes; ``progressive_`` holds each item's progressive F-hat_i / n_i of the last pass."""
 

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..reductions.scorer import logistic
 
+__all__ = ["OnlineLearner", "features_text"]
+
 Example = Mapping[str, Any] | str
 
 

@@ -7,6 +7,8 @@ from ..learners.gd import P_ETA
 from ..options import shard_options
 from ..workspace import Workspace
 
+__all__ = ["sharded_learn"]
+
 
 def sharded_learn(lines: list[str], argv: list[str], executor, *, passes: int = 1,
                   shards: int | None = None, averaging: str = "adaptive", report=None):

@@ -34,6 +34,8 @@ from ..learners.gd import P_TRAINING
 from ..options import BY_NAME, FLAG
 from .arrays import check_numbers, matrix_batch
 
+__all__ = ["VWClassifier", "VWRegressor"]
+
 # options that make sense for a numeric matrix (no namespaces, no files)
 LEARNING_OPTIONS = ("loss_function", "learning_rate", "power_t", "initial_t", "bit_precision",
                     "noconstant", "sgd", "adaptive", "normalized", "invariant", "random_seed")

@@ -370,7 +370,7 @@ def split(
     test_fraction: float = typer.Option(1 / 16, "--test_fraction", help="share of lines in test"),
     seed: int = typer.Option(0, "--seed", help="hash seed of the split"),
 ) -> None:
-    """Split lines by a seeded hash of each line (SPEC §G); report shared raters and tasks."""
+    """Split lines by a seeded hash of each line; report shared raters and tasks."""
     from ..workflow.split import split_file
 
     def action():
