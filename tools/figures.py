@@ -1,4 +1,4 @@
-"""Every figure README.md and docs/*.md print, re-run by the command that produces it.
+"""Every figure README.md and the pages under docs/ print, re-run by the command that produces it.
 
     python tools/figures.py                 # make figures: every group, then the pages
     python tools/figures.py --fast          # the fast groups only (what CI re-runs)
@@ -66,8 +66,16 @@ BLOCK = re.compile(rf"<!--fig:({ID})-->")  # alone on its line
 ANY = re.compile(rf"<!--fig:({ID}){SPEC}-->")
 
 
+# Folders of docs/ whose pages are generated from the code, not written: they print no figure.
+GENERATED = ("reference",)
+
+
 def pages() -> list[Path]:
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    """README.md and every page under docs/, its folders included, but the generated ones."""
+    docs = ROOT / "docs"
+    return [ROOT / "README.md"] + sorted(
+        path for path in docs.rglob("*.md")
+        if path.relative_to(docs).parts[0] not in GENERATED)
 
 
 def fmt(value: float, like: str) -> str:
