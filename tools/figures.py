@@ -1363,7 +1363,8 @@ def bench_scale(work: Path, records: bool):
 
 
 def dyad_table(table: str) -> Callable:
-    """A section of docs/dyadic.md: ``tests/accuracy/dyad_sets.py TABLE``'s figures."""
+    """A section of docs/evidence/dyadic-defaults.md: ``tests/accuracy/dyad_sets.py TABLE``'s
+    figures."""
     def figures(work: Path, records: bool):
         run([sys.executable, str(ROOT / "tests" / "accuracy" / "dyad_sets.py"), table,
              "--workdir", str(work), "--json", str(work / "figures.json")], timeout=7200)
