@@ -1,4 +1,4 @@
-"""Every figure README.md and docs/*.md print, re-run by the command that produces it.
+"""Every figure README.md and the pages under docs/ print, re-run by the command that produces it.
 
     python tools/figures.py                 # make figures: every group, then the pages
     python tools/figures.py --fast          # the fast groups only (what CI re-runs)
@@ -68,8 +68,16 @@ BLOCK = re.compile(rf"<!--fig:({ID})-->")  # alone on its line
 ANY = re.compile(rf"<!--fig:({ID}){SPEC}-->")
 
 
+# Folders of docs/ whose pages are generated from the code, not written: they print no figure.
+GENERATED = ("reference",)
+
+
 def pages() -> list[Path]:
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    """README.md and every page under docs/, its folders included, but the generated ones."""
+    docs = ROOT / "docs"
+    return [ROOT / "README.md"] + sorted(
+        path for path in docs.rglob("*.md")
+        if path.relative_to(docs).parts[0] not in GENERATED)
 
 
 def fmt(value: float, like: str) -> str:
@@ -214,7 +222,9 @@ ALLOWED = [
 _ALLOWED = [(re.compile(pattern), reason) for pattern, reason in ALLOWED]
 # Pages none of whose numbers is measured, with the reason.
 ALLOWED_PAGES = {"security.md": "bounds the code enforces, sizes of its tests and names of formats "
-                                "(SHA-256, Format 2); it reports no run"}
+                                "(SHA-256, Format 2); it reports no run",
+                 "security-checks.md": "the same bounds, check by check, with their tests; it "
+                                       "reports no run"}
 
 
 def prose(text: str) -> list[tuple[int, str]]:
@@ -1357,7 +1367,8 @@ def bench_scale(work: Path, records: bool):
 
 
 def dyad_table(table: str) -> Callable:
-    """A section of docs/dyadic.md: ``tests/accuracy/dyad_sets.py TABLE``'s figures."""
+    """A section of docs/evidence/dyadic-defaults.md: ``tests/accuracy/dyad_sets.py TABLE``'s
+    figures."""
     def figures(work: Path, records: bool):
         run([sys.executable, str(ROOT / "tests" / "accuracy" / "dyad_sets.py"), table,
              "--workdir", str(work), "--json", str(work / "figures.json")], timeout=7200)
