@@ -98,6 +98,25 @@ def test_bcc_with_a_nearly_flat_prior_agrees_with_dawid_skene():
     assert (np.array(data.label_names)[fit.labels] == truth).mean() > 0.95
 
 
+def test_a_heavy_prior_weight_holds_the_class_prior_at_the_votes_shares():
+    data, _ = synthetic(6, accuracy=(0.45, 0.8))
+    item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
+    votes = np.zeros((data.n_items, 3))
+    np.add.at(votes, (item, data.rating_label), 1.0)
+    vote_shares = (votes / votes.sum(axis=1, keepdims=True)).sum(axis=0)
+    vote_shares /= vote_shares.sum()  # the empirical prior's centre: each item's answer shares
+    held = bayes_fit(data, subtypes=1, prior_weight=1e6)
+    free = bayes_fit(data, subtypes=1)
+    for fit, weight in ((held, 1e6), (free, 1.0)):
+        start = fit.class_dirichlet - fit.q.sum(axis=0)  # the prior's parameters as fitted
+        assert np.allclose(start / weight, vote_shares * data.n_items)
+    assert np.abs(held.class_dirichlet / held.class_dirichlet.sum() - vote_shares).max() < 1e-4
+    assert np.abs(free.class_dirichlet / free.class_dirichlet.sum() - vote_shares).max() > 1e-3
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="prior_weight"):
+            bayes_fit(data, subtypes=1, prior_weight=bad)
+
+
 def test_restarts_are_reproducible_by_seed():
     data, _ = synthetic(3, accuracy=(0.4, 0.9))
     first = bayes_fit(data, subtypes=4, restarts=3, seed=7)

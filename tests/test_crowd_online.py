@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from crowd_shared import ALL, SHARED, present
-from pyvw_lite.crowd import baselines, kernels, online
+from pyvw_lite.crowd import baselines, kernels
 from pyvw_lite.crowd.batch import batch_em
 from pyvw_lite.crowd.model import CrowdConfig, CrowdModel
 from pyvw_lite.crowd.online import run_online
@@ -84,17 +84,16 @@ def _small_data():
 
 
 @pytest.mark.parametrize("fraction", (0.0, 0.25, 1.0))
-def test_the_statistics_hold_each_item_once(tmp_path, monkeypatch, fraction):
+def test_the_statistics_hold_each_item_once(tmp_path, fraction):
     """After any number of passes, stats[m, l, k] is the sum over slot m's answers l of the
     answering item's latest posterior of truth k: each pass replaces an item's contribution,
-    whether the M-step follows every item or a block of them (``BLOCK_FRACTION``)."""
-    monkeypatch.setattr(online, "BLOCK_FRACTION", fraction)
+    whether the M-step follows every item or a block of them (``block_fraction``)."""
     path = tmp_path / "answers.csv"
     path.write_text("\n".join(_small_data()) + "\n")
     data = read_answers(str(path))
     for passes in (1, 3):
         model = CrowdModel(CrowdConfig(n_labels=data.n_labels, label_names=data.label_names))
-        result = run_online(data, model, passes=passes)
+        result = run_online(data, model, passes=passes, block_fraction=fraction)
         slots = model.slots_for(data)
         item = np.repeat(np.arange(data.n_items), data.ratings_per_item())
         expected = np.zeros_like(model.stats)
@@ -150,3 +149,13 @@ def test_the_rank_one_row_step_is_batch_ems_cholesky_step():
     assert np.abs(cholesky - rank_one).max() < 1e-10
     assert np.abs(cholesky[0] - alpha[0]).max() > 0.1  # the rows did move
     assert np.array_equal(rank_one[1], alpha[1])  # an unused slot is left alone
+
+
+@pytest.mark.parametrize("fraction", (-0.1, 1.5, float("nan")))
+def test_a_block_fraction_outside_0_to_1_is_refused(tmp_path, fraction):
+    path = tmp_path / "answers.csv"
+    path.write_text("\n".join(_small_data()) + "\n")
+    data = read_answers(str(path))
+    model = CrowdModel(CrowdConfig(n_labels=data.n_labels, label_names=data.label_names))
+    with pytest.raises(ValueError, match="block_fraction"):
+        run_online(data, model, block_fraction=fraction)

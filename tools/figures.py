@@ -767,8 +767,17 @@ def crowd_loso(work: Path, records: bool):
     out = run([sys.executable, str(ROOT / "tests" / "accuracy" / "crowd_loso.py"), "--json",
                str(record), "--from_json"])
     tables = [block.strip() for block in out.split("\n\n") if block.startswith("|")]
-    return {"sets": tables[0], "sources": tables[1], "loso": tables[2],
-            "verdicts": tables[3]}, set()
+    values = {"sets": tables[0], "sources": tables[1], "loso": tables[2], "verdicts": tables[3]}
+    values["loso_mean"] = float(re.search(r"\*\*LOSO mean\*\* \| \| \*\*([0-9.]+)\*\*",
+                                          tables[2]).group(1))
+    for line in tables[3].splitlines()[2:]:  # each fixed candidate's mean and worst source
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        slug = re.sub(r"[^a-z0-9]+", "_", cells[0]).strip("_")
+        values[f"{slug}.mean"], values[f"{slug}.worst"] = float(cells[1]), float(cells[2])
+    rows = json.loads(record.read_text())  # the five-model vote's cost: its members' fits
+    members = ("majority", "bcc", "ebcc", "glad", "shrunk")
+    values["vote5_seconds_max"] = max(sum(r["seconds"][m] for m in members) for r in rows.values())
+    return values, set()
 
 
 @group("crowd_worlds", "python tests/accuracy/crowd_worlds.py", slow=True, needs_shared=True)

@@ -560,18 +560,21 @@ def _digamma_value(x: float) -> float:
 def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: float = 4.0,
               b_v: float = 1.0, restarts: int = 10, max_iters: int = 500, tol: float = 1e-3,
               seed: int = 0, empirical_prior: bool = True, track_elbo: bool = False,
-              accelerate: bool = True) -> BayesResult:
+              accelerate: bool = True, prior_weight: float = 1.0) -> BayesResult:
     """Fit BCC (``subtypes=1``) or EBCC by mean-field VB; the best bound of ``restarts`` seeded
     restarts is kept (``restart_elbos`` lists them all).  Converged when no item's class
     posterior moves by ``tol`` in an iteration.  The bound is computed at the end of each
-    restart, and with ``track_elbo`` after every iteration (``elbo_history``)."""
+    restart, and with ``track_elbo`` after every iteration (``elbo_history``).
+    ``prior_weight`` multiplies the class prior's Dirichlet parameters: with the empirical
+    prior, a large weight holds the class prior at the majority vote's class shares."""
     if subtypes < 1 or restarts < 1 or max_iters < 1:
         raise ValueError("--subtypes, --restarts and --max_iters must be at least 1")
-    for name, value in (("a_pi", a_pi), ("a_v", a_v), ("b_v", b_v), ("tol", tol)):
+    for name, value in (("a_pi", a_pi), ("a_v", a_v), ("b_v", b_v), ("tol", tol),
+                        ("prior_weight", prior_weight)):
         if not math.isfinite(value):
             raise ValueError(f"--{name} {value}: not a finite number")
-    if not (a_pi > 0 and a_v > 0 and b_v > 0 and tol > 0):
-        raise ValueError("--a_pi, --a_v, --b_v and --tol must be positive")
+    if not (a_pi > 0 and a_v > 0 and b_v > 0 and tol > 0 and prior_weight > 0):
+        raise ValueError("--a_pi, --a_v, --b_v, --tol and prior_weight must be positive")
     K = data.n_labels
     W = len(data.worker_names)
     size = W * K * K * subtypes * 8  # the answer counts; their expected logs are as large
@@ -583,7 +586,7 @@ def bayes_fit(data: CrowdData, *, subtypes: int = 10, a_pi: float = 0.1, a_v: fl
     started = time.perf_counter()
     start = _majority_shares(data)
     alpha = start.sum(axis=0) if empirical_prior else np.ones(K)
-    alpha = np.maximum(alpha, 1e-3)  # a class no answer names keeps a proper prior
+    alpha = np.maximum(alpha, 1e-3) * prior_weight  # a class no answer names keeps a proper prior
     beta = np.full((K, K), float(b_v))
     np.fill_diagonal(beta, a_v)
     problem = _Problem(data, alpha, beta, subtypes, a_pi)

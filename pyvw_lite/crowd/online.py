@@ -9,7 +9,7 @@ touched.  So passes over a file climb batch EM's objective and end near its fixe
 no step size: issue 38 measured the stochastic-gradient form 0.01-0.27 below batch EM on 7 of
 the 21 shared sets, where a step of eta0 (t0 + t)^-0.5 never shrinks fast enough to settle
 (sum eta_t^2 diverges at rho = 0.5) and on a small set the class prior's steps overshoot.
-An M-step once per block of items, a block being a fraction of the file (``BLOCK_FRACTION``;
+An M-step once per block of items, a block being a fraction of the file (``block_fraction``;
 batch EM at 1), was measured against the step after every item and not kept.
 Otherwise (the difficulty model or tied rows) it is SPEC §E.4's stochastic gradient, with the
 lazy hyperprior catch-up of SPEC §E.6 (seeds 000 and 001).
@@ -30,6 +30,12 @@ from .model import CrowdModel
 
 CHUNK_ITEMS = 1 << 16
 
+# run_online's default block_fraction.  After the warm-up, the M-step runs once per block of this
+# fraction of the file's items (their E-steps at the block's start parameters), or after every
+# item at 0: incremental EM.  1 makes each pass one batch EM iteration.  0 was chosen by leave
+# one source out over the 27 shared sets among 0, 0.1, 0.25 and 1 (tests/accuracy/crowd_online_schedule.py; docs/crowd.md)
+BLOCK_FRACTION = 0.0
+
 
 @dataclass
 class OnlineResult:
@@ -41,11 +47,15 @@ class OnlineResult:
 
 
 def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only: bool = False,
-               report=None) -> OnlineResult:
+               report=None, block_fraction: float = BLOCK_FRACTION) -> OnlineResult:
     """Stream ``data`` through ``model`` ``passes`` times (``t`` keeps growing across passes).
 
     ``report(first_item, f, labels)`` receives each chunk's progressive values and predictions.
+    ``block_fraction`` (0 to 1) sets incremental EM's M-steps after the warm-up pass: one per
+    block of that fraction of the file's items, or one after every item at 0 (the default).
     """
+    if not 0.0 <= block_fraction <= 1.0:  # also refuses NaN
+        raise ValueError(f"block_fraction {block_fraction}: not between 0 and 1")
     started = time.perf_counter()
     config = model.config
     K = config.n_labels
@@ -73,8 +83,8 @@ def run_online(data: CrowdData, model: CrowdModel, *, passes: int = 1, test_only
     f = np.zeros(data.n_items)
     t_before = model.t
     if incremental(config):
-        _run_incremental(data, model, rating_slot, alpha, stamp, n_items, passes, test_only,
-                         report, q, f)
+        _run_incremental(data, model, rating_slot, alpha, stamp, passes, test_only, report, q, f,
+                         block_fraction)
         return OnlineResult(q=q, b=b, f=f, passes=passes, seconds=time.perf_counter() - started)
     mu_share = model.mu_share()
     for _ in range(passes):
@@ -106,15 +116,15 @@ WARM_UP = True
 FINISH_ROUNDS = 5  # closing M-steps over every used slot, hypermean and class prior
 
 
-def _run_incremental(data, model, rating_slot, alpha, stamp, n_items, passes, test_only, report,
-                     q, f) -> None:
+def _run_incremental(data, model, rating_slot, alpha, stamp, passes, test_only, report, q, f,
+                     block_fraction) -> None:
     config = model.config
     for _ in range(passes if not test_only else 1):
         # a fresh model's first pass only gathers statistics, each item's posterior at the prior
         # parameters (where every worker is alike: a vote), then one M-step on all of them:
         # batch EM's start, which steps on the first items' few answers do not find
         warm_up = WARM_UP and model.t == 0 and not test_only
-        block = 1 if warm_up or test_only else block_items(data.n_items)
+        block = 1 if warm_up or test_only else block_items(data.n_items, block_fraction)
         span = CHUNK_ITEMS if block == 1 else block
         for first in range(0, data.n_items, span):
             last = min(first + span, data.n_items)
@@ -136,16 +146,9 @@ def _run_incremental(data, model, rating_slot, alpha, stamp, n_items, passes, te
         finish(model)
 
 
-# After the warm-up, the M-step runs once per block of this fraction of the file's items (their
-# E-steps at the block's start parameters), or after every item at 0: incremental EM.  1 makes
-# each pass one batch EM iteration.  0 was chosen by leave one source out over the 27 shared
-# sets among 0, 0.1, 0.25 and 1 (tests/accuracy/crowd_online_schedule.py; docs/crowd.md)
-BLOCK_FRACTION = 0.0
-
-
-def block_items(n_items: int) -> int:
+def block_items(n_items: int, fraction: float = BLOCK_FRACTION) -> int:
     """Items per M-step after the warm-up pass (1: a step after every item)."""
-    return max(1, int(round(BLOCK_FRACTION * n_items)))
+    return max(1, int(round(fraction * n_items)))
 
 
 NEWTON_ITERS = 2  # per row and item: batch EM's row step takes 2 per iteration

@@ -7,8 +7,15 @@ EBCC with 10 restarts, and ``shrunk``: Dawid-Skene with each worker's confusion 
 toward the population's row with a strength learned from the data), and by ``heldout``, a
 truth-free choice: a seeded tenth of the answers is held out, majority vote, one-coin, BCC and
 shrunk are fitted on the rest, the held-out answers are scored by each fit's predictive
-log-likelihood, and the best model is refitted on all answers.  Accuracy is on the tasks with a
-truth label; seconds are the fit's (reading excluded).
+log-likelihood, and the best model is refitted on all answers.  Three more models: ``bcc_vote_prior``
+(BCC with its class prior held at majority vote's class shares), ``coin_shrunk`` (as ``shrunk``,
+each worker's rows shrunk toward the one-coin matrix of the worker's own accuracy instead of the
+population's) and ``glad`` (GLAD for K classes: item ease times worker ability); and two model
+votes, ``vote3`` (BCC, GLAD, shrunk) and ``vote5`` (majority vote, BCC, EBCC, GLAD, shrunk),
+each item's most frequent label among them; and ``welinder``, on two classes the
+one-dimensional model of Welinder et al. (2010: item positions, worker directions and biases),
+BCC on more.  Accuracy is on the tasks with a truth label;
+seconds are the fit's (reading excluded; a vote's include any member it had to fit).
 
 Candidates are the methods and the guarded rules ``X, majority below T`` (X, or majority vote
 where the worker density is below T).  Sets of one source (``crowd_shared.SOURCES``) form one
@@ -26,7 +33,7 @@ import sys
 import time
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import expit, gammaln
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
@@ -41,9 +48,14 @@ from pyvw_lite.crowd.select import worker_density  # noqa: E402
 from pyvw_lite.io.crowd_input import (keep_answers, known_labels, read_answers,  # noqa: E402
                                       read_gold)
 
-METHODS = ("majority", "one_coin", "em", "bcc", "ebcc", "shrunk", "heldout")
+METHODS = ("majority", "one_coin", "em", "bcc", "ebcc", "shrunk", "heldout", "bcc_vote_prior",
+           "coin_shrunk", "glad", "vote3", "vote5", "welinder")
 SCORED = ("majority", "one_coin", "bcc", "shrunk")  # what ``heldout`` chooses among
-GUARDED = ("bcc", "ebcc", "shrunk", "heldout", "one_coin")
+GUARDED = ("bcc", "ebcc", "shrunk", "heldout", "one_coin", "bcc_vote_prior", "coin_shrunk",
+           "glad", "vote3", "vote5", "welinder")
+# the model vote: each item's most frequent label among these methods' labels, a tie going to
+# majority vote's label
+VOTERS = dict(vote3=("bcc", "glad", "shrunk"), vote5=("majority", "bcc", "ebcc", "glad", "shrunk"))
 THRESHOLDS = (0, 10, 20, 50)
 FLIP_LIMITS = (0.02, 0.05, 0.1, 0.15, 0.2)  # "X unless it changes more than F of the votes"
 HOLD_OUT = 0.1
@@ -82,34 +94,54 @@ def _e_step(data, log_pi, log_prior):
 GRID = np.exp(np.linspace(math.log(0.1), math.log(1e4), 60))
 
 
-def _strength(counts_k, row):
+def _strength(counts_k, rows):
     """The concentration s maximising the Dirichlet-multinomial likelihood of the workers'
-    (soft) counts for one true class under Dirichlet(s * row): a grid over 0.1..10^4."""
+    (soft) counts for one true class, worker w's under Dirichlet(s * rows[w]): a grid over
+    0.1..10^4."""
     n = counts_k.sum(axis=1)
-    c, n = counts_k[n > 0], n[n > 0]
-    a = GRID[:, None] * row[None, :]  # grid x K
+    c, rows, n = counts_k[n > 0], rows[n > 0], n[n > 0]
+    a = GRID[:, None, None] * rows[None, :, :]  # grid x workers x K
     value = ((gammaln(GRID)[:, None] - gammaln(n[None, :] + GRID[:, None])).sum(axis=1)
-             + (gammaln(c[None, :, :] + a[:, None, :]) - gammaln(a)[:, None, :]).sum(axis=(1, 2)))
+             + (gammaln(c[None, :, :] + a) - gammaln(a)).sum(axis=(1, 2)))
     return float(GRID[int(np.argmax(value))])
 
 
-def shrunk_fit(data, iters: int = 50, tol: float = 1e-5):
+def _population_centre(counts):
+    """Every worker's centre is the population's confusion matrix (all soft counts pooled)."""
+    pooled = counts.sum(axis=0) + 1.0
+    return np.broadcast_to(pooled / pooled.sum(axis=1, keepdims=True), counts.shape)
+
+
+def _coin_centre(counts):
+    """Worker w's centre is the one-coin matrix of w's own accuracy (its soft share of right
+    answers, one pseudo-count each way): the accuracy on the diagonal, the rest spread evenly."""
+    K = counts.shape[1]
+    accuracy = (np.einsum("wkk->w", counts) + 1.0) / (counts.sum(axis=(1, 2)) + 2.0)
+    centre = np.repeat(((1 - accuracy) / (K - 1))[:, None, None], K, axis=1).repeat(K, axis=2)
+    centre[:, np.arange(K), np.arange(K)] = accuracy[:, None]
+    return centre
+
+
+def shrunk_fit(data, iters: int = 50, tol: float = 1e-5, centre=_population_centre,
+               vote_prior: bool = False):
     """Dawid-Skene EM in which worker w's confusion row k is the posterior mean under
-    Dirichlet(s_k * P_k), P_k the population's row k (all workers' soft counts pooled) and s_k
-    the strength that maximises the workers' Dirichlet-multinomial evidence (empirical Bayes,
-    re-estimated each iteration).  Returns (q, log_pi, log_prior)."""
+    Dirichlet(s_k * C_wk), C_w the worker's centre (``centre(counts)``: by default the
+    population's matrix, all workers' soft counts pooled) and s_k the strength that maximises
+    the workers' Dirichlet-multinomial evidence (empirical Bayes, re-estimated each iteration).
+    With ``vote_prior`` the class prior stays at majority vote's class shares.  Returns (q,
+    log_pi, log_prior)."""
     K = data.n_labels
     q = baselines.majority_vote(data)
+    vote_shares = q[data.gold < 0].sum(axis=0) + 1.0
     for _ in range(iters):
         counts = _soft_counts(data, q)
-        pooled = counts.sum(axis=0) + 1.0
-        population = pooled / pooled.sum(axis=1, keepdims=True)
+        rows = centre(counts)
         pi = np.empty_like(counts)
         for k in range(K):
-            s = _strength(counts[:, k, :], population[k])
-            pi[:, k, :] = (counts[:, k, :] + s * population[k]) / (
+            s = _strength(counts[:, k, :], rows[:, k, :])
+            pi[:, k, :] = (counts[:, k, :] + s * rows[:, k, :]) / (
                 counts[:, k, :].sum(axis=1, keepdims=True) + s)
-        prior = q[data.gold < 0].sum(axis=0) + 1.0
+        prior = vote_shares if vote_prior else q[data.gold < 0].sum(axis=0) + 1.0
         log_prior = np.log(prior / prior.sum())
         log_pi = np.log(pi)
         new = _e_step(data, log_pi, log_prior)
@@ -118,6 +150,103 @@ def shrunk_fit(data, iters: int = 50, tol: float = 1e-5):
         if change < tol:
             break
     return q, log_pi, log_prior
+
+
+def glad_fit(data, iters: int = 100, tol: float = 1e-5, newton_steps: int = 25):
+    """GLAD (Whitehill et al., NIPS 2009) for K classes: worker w answers item i correctly with
+    probability sigmoid(a_w * exp(b_i)) (a_w the worker's ability, exp(b_i) the item's ease),
+    and a wrong answer is any of the K - 1 other labels alike; priors a_w ~ N(1, 1),
+    b_i ~ N(0, 1) and a learned class prior.  EM: the E-step gives each item's class
+    posterior; the M-step climbs the expected log-likelihood in a and b by diagonal Newton
+    steps (the expected log-likelihood of an answer is c log s + (1 - c) log(1 - s) plus a
+    constant, c the posterior that it is right, so its gradient in z = a_w exp(b_i) is c - s
+    and its curvature -s (1 - s)).  Returns q."""
+    K, W, N = data.n_labels, len(data.worker_names), data.n_items
+    item, worker, label = _items(data), data.rating_worker, data.rating_label
+    q = baselines.majority_vote(data)
+    a, b = np.ones(W), np.zeros(N)
+    for _ in range(iters):
+        right = q[item, label]  # the posterior that each answer is right
+        for _ in range(newton_steps):  # a and b both stepped from the same point
+            ease = np.exp(b)[item]
+            scale = a[worker] * ease
+            s = expit(scale)
+            slope, curve = right - s, s * (1 - s)
+            step_a = ((np.bincount(worker, weights=slope * ease, minlength=W) - (a - 1.0))
+                      / (np.bincount(worker, weights=curve * ease ** 2, minlength=W) + 1.0))
+            step_b = ((np.bincount(item, weights=slope * scale, minlength=N) - b)
+                      / (np.bincount(item, weights=curve * scale ** 2, minlength=N) + 1.0))
+            a += step_a
+            b += np.clip(step_b, -1.0, 1.0)
+        s = np.clip(expit(a[worker] * np.exp(b)[item]), 1e-9, 1 - 1e-9)
+        log_right, log_wrong = np.log(s), np.log((1 - s) / (K - 1))
+        prior = q[data.gold < 0].sum(axis=0) + 1.0
+        log_q = np.tile(np.log(prior / prior.sum()), (N, 1))
+        for k in range(K):
+            log_q[:, k] += np.bincount(item, weights=np.where(label == k, log_right, log_wrong),
+                                       minlength=N)
+        new = np.exp(log_q - log_q.max(axis=1, keepdims=True))
+        new /= new.sum(axis=1, keepdims=True)
+        known = data.gold >= 0
+        new[known] = np.eye(K)[data.gold[known]]
+        change = float(np.abs(new - q).max())
+        q = new
+        if change < tol:
+            break
+    return q
+
+
+def welinder_fit(data, spread: float = 2.0, iters: int = 200, tol: float = 1e-5,
+                 newton_steps: int = 5):
+    """Two classes: the one-dimensional form of Welinder et al. (NIPS 2010).  Item i sits at
+    x_i ~ N(-spread, 1) if its class is 0, N(+spread, 1) if 1; worker w answers 1 with
+    probability sigmoid(v_w x_i - t_w) (v_w the worker's direction, prior N(1, 1); t_w its
+    bias, prior N(0, 1)).  Alternates the posterior of each item's class given x_i (and a
+    learned class share) with diagonal Newton steps on x, v and t toward the joint mode, x_i's
+    prior centred on its class posterior's mean.  More than two classes: BCC.  Returns q."""
+    if data.n_labels != 2:
+        return bayes_fit(data, subtypes=1, restarts=1).q
+    N, W = data.n_items, len(data.worker_names)
+    item, worker = _items(data), data.rating_worker
+    said = (data.rating_label == 1).astype(float)
+    positive = baselines.majority_vote(data)[:, 1]
+    x, v, t = spread * (2 * positive - 1), np.ones(W), np.zeros(W)
+    share = 0.5
+    known = data.gold >= 0
+    for _ in range(iters):
+        centre = spread * (2 * positive - 1)
+        for _ in range(newton_steps):  # x, v and t all stepped from the same point
+            s = expit(v[worker] * x[item] - t[worker])
+            slope, curve = said - s, s * (1 - s) + 1e-9
+            step_x = ((np.bincount(item, weights=slope * v[worker], minlength=N) - (x - centre))
+                      / (np.bincount(item, weights=curve * v[worker] ** 2, minlength=N) + 1.0))
+            step_v = ((np.bincount(worker, weights=slope * x[item], minlength=W) - (v - 1.0))
+                      / (np.bincount(worker, weights=curve * x[item] ** 2, minlength=W) + 1.0))
+            step_t = ((-np.bincount(worker, weights=slope, minlength=W) - t)
+                      / (np.bincount(worker, weights=curve, minlength=W) + 1.0))
+            x += np.clip(step_x, -1.0, 1.0)
+            v += np.clip(step_v, -1.0, 1.0)
+            t += np.clip(step_t, -1.0, 1.0)
+        new = expit(math.log(share / (1 - share)) + 2 * spread * x)  # the two Gaussians' ratio
+        new[known] = data.gold[known]
+        share = float(np.clip(new.mean(), 0.01, 0.99))
+        change = float(np.abs(new - positive).max())
+        positive = new
+        if change < tol:
+            break
+    return np.stack([1 - positive, positive], axis=1)
+
+
+def model_vote(data, labels: dict, members) -> np.ndarray:
+    """Each item's most frequent label among the members' labels (``labels[m]``: items), a tie
+    going to majority vote's label; one-hot posteriors."""
+    K = data.n_labels
+    votes = np.zeros((data.n_items, K))
+    rows = np.arange(data.n_items)
+    for member in members:
+        votes[rows, labels[member]] += 1.0
+    votes[rows, baselines.majority_vote(data).argmax(axis=1)] += 0.5
+    return np.eye(K)[votes.argmax(axis=1)]
 
 
 def _one_coin_log_pi(data, q):
@@ -170,7 +299,23 @@ def held_out_choice(data, seed: int = 0):
     return max(SCORED, key=lambda m: scores[m]), scores
 
 
-def fit(method, data):
+def fit(method, data, labels=None):
+    """``method``'s posteriors on ``data`` and what else it records; ``labels`` keeps each
+    method's labels on this set for the model votes."""
+    labels = {} if labels is None else labels
+    if method in VOTERS:
+        for member in VOTERS[method]:
+            if member not in labels:
+                labels[member] = fit(member, data, labels)[0].argmax(axis=1)
+        return model_vote(data, labels, VOTERS[method]), None
+    if method == "bcc_vote_prior":
+        return bayes_fit(data, subtypes=1, restarts=1, prior_weight=1e4).q, None
+    if method == "coin_shrunk":
+        return shrunk_fit(data, centre=_coin_centre)[0], None
+    if method == "glad":
+        return glad_fit(data), None
+    if method == "welinder":
+        return welinder_fit(data), None
     if method == "majority":
         return baselines.majority_vote(data), None
     if method == "one_coin":
@@ -198,9 +343,11 @@ def measure(shared, rows: dict, methods) -> dict:
         vote = baselines.majority_vote(data).argmax(axis=1)
         row.update(density=worker_density(data), answers=int(data.n_ratings),
                    labels=int(data.n_labels), source=source_of(name))
+        labels = {}
         for method in [m for m in METHODS if m in methods or m not in row["accuracy"]]:
             started = time.perf_counter()
-            q, extra = fit(method, data)
+            q, extra = fit(method, data, labels)
+            labels[method] = q.argmax(axis=1)
             row["seconds"][method] = time.perf_counter() - started
             row["accuracy"][method] = float((q.argmax(axis=1)[scored] == known[scored]).mean())
             row["flips"][method] = float((q.argmax(axis=1) != vote).mean())

@@ -55,21 +55,15 @@ def measure(folder: Path, fractions, passes, cache: dict, save) -> None:
                              worker_map="exact")
         cache[f"{name}|batch"] = accuracy(batch_em(data, config).q)
         save()
-    saved = online.BLOCK_FRACTION
-    try:
-        for fraction in fractions:
-            for count in passes:
-                key = f"{name}|{fraction}|{count}"
-                if key in cache:
-                    continue
-                online.BLOCK_FRACTION = fraction
-                model = CrowdModel(CrowdConfig(n_labels=data.n_labels,
-                                               label_names=data.label_names))
-                online.run_online(data, model, passes=count)
-                cache[key] = accuracy(online.run_online(data, model, test_only=True).q)
-                save()
-    finally:
-        online.BLOCK_FRACTION = saved
+    for fraction in fractions:
+        for count in passes:
+            key = f"{name}|{fraction}|{count}"
+            if key in cache:
+                continue
+            model = CrowdModel(CrowdConfig(n_labels=data.n_labels, label_names=data.label_names))
+            online.run_online(data, model, passes=count, block_fraction=fraction)
+            cache[key] = accuracy(online.run_online(data, model, test_only=True).q)
+            save()
 
 
 def gap(cache: dict, name: str, fraction: float, count: int) -> float:
