@@ -20,7 +20,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.dirname(HERE))
 
+from crowd_shared import SHARED  # noqa: E402
 from pyvw_lite.crowd import baselines  # noqa: E402
 from pyvw_lite.crowd.batch import batch_em  # noqa: E402
 from pyvw_lite.crowd.bayes import bayes_fit  # noqa: E402
@@ -223,8 +225,7 @@ def summary_table(summary: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared",
-                                                         "datasets", "crowd"))
+    parser.add_argument("--shared", default=str(SHARED))
     parser.add_argument("--sets", default=",".join(SIX))
     parser.add_argument("--out", default=None, help="also write the markdown here")
     parser.add_argument("--json", default=None, help="write each set's summary here")

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from crowd_shared import FIRST_21  # noqa: E402
+from crowd_shared import FIRST_21, SHARED  # noqa: E402
 from pyvw_lite.crowd import baselines  # noqa: E402
 from pyvw_lite.crowd.batch import batch_em  # noqa: E402
 from pyvw_lite.crowd.bayes import bayes_fit  # noqa: E402
@@ -149,8 +149,7 @@ def check(rows: dict, summary: dict) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared",
-                                                         "datasets", "crowd"))
+    parser.add_argument("--shared", default=str(SHARED))
     parser.add_argument("--json", default=os.path.join(HERE, "crowd_lodo.json"))
     parser.add_argument("--from_json", action="store_true",
                         help="recompute the tables from --json instead of fitting")

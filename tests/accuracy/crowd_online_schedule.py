@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATASETS = ROOT.parent / "shared" / "datasets" / "crowd"
+sys.path.insert(0, str(ROOT / "tests"))
+from crowd_shared import SHARED as DEFAULT_DATASETS  # noqa: E402  (the mirror, else the fetched sets)
 GROUPS = {"zencrowd": ("act_ZenCrowd_all", "act_ZenCrowd_in", "act_ZenCrowd_us"),
           "snow": ("snow_rte", "snow_temp", "snow_wsd"),
           "geirhos": ("geirhos_sketch", "geirhos_stylized"),

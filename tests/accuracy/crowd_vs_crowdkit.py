@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATASETS = ROOT.parent / "shared" / "datasets" / "crowd"
+sys.path.insert(0, str(ROOT / "tests"))
+from crowd_shared import SHARED as DEFAULT_DATASETS  # noqa: E402  (the mirror, else the fetched sets)
 
 PEER = r"""
 import json, sys, time, warnings

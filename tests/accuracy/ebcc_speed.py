@@ -30,7 +30,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.dirname(HERE))
 
+from crowd_shared import SHARED  # noqa: E402
 from pyvw_lite.crowd.bayes import bayes_fit  # noqa: E402
 from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold  # noqa: E402
 
@@ -38,8 +40,6 @@ from pyvw_lite.io.crowd_input import known_labels, read_answers, read_gold  # no
 SETS = ("act_CF", "act_MS", "cubam_bluebirds", "d_jn-product", "d_sentiment",
         "s4_Face_Sentiment_Identification", "s4_Relevance", "smem_dog", "smem_web", "snow_rte",
         "snow_temp", "snow_wsd")
-SHARED = os.path.join(os.path.dirname(os.path.dirname(HERE)), "..", "shared", "datasets",
-                      "crowd")
 
 
 def timed(fit):

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CROWD = ROOT.parent / "shared" / "datasets" / "crowd"
+sys.path.insert(0, str(ROOT / "tests"))
+from crowd_shared import SHARED as CROWD  # noqa: E402  (the mirror, else the fetched sets)
 FIXTURE = Path(__file__).parent / "vw_multiclass_crowd.json"
 PEER = "import sys\nfrom vowpalwabbit import Workspace\nWorkspace(arg_list=sys.argv[1:]).finish()\n"
 
