@@ -32,7 +32,9 @@ WORK = Path(os.environ.get("DYAD_REAL_WORK", "/tmp/dyad_real"))
 FOLD_SEED = 20261129
 
 DYAD = ["--dyad", "um", "--rank", "8"]
-JUDGED = ["--passes", "20"]  # VW's defaults: -b 18, a tenth held out, early termination
+JUDGED = ["--passes", "20"]  # a tenth held out, early termination
+# "judged" ran at -b 18, the default then (its record says so in docs/dyadic-evidence.md);
+# "bits22" and "judged_newdefault" are the same line at --dyad's -b 22
 LINES = {
     "linear": JUDGED,
     "judged": DYAD + JUDGED,
