@@ -235,15 +235,15 @@ def test_kept_options_come_back_and_conflicts_are_refused(rater_task_file, tmp_p
     # or a reduction reshape the table; output and learning flags may still be added
     run_workspace(["-d", str(rater_task_file), "--dyad", "rt", "-f", str(model), "--quiet"])
     ws = Workspace(f"-i {model} --quiet")
-    assert ws.bits == 18 and ws.options.rank == 1 and "bit_precision" not in ws.options.given
-    for flags, message in [(["-b", "20"], "with --bit_precision 18, not with --bit_precision 20"),
+    assert ws.bits == 22 and ws.options.rank == 1  # --dyad's own default table
+    for flags, message in [(["-b", "20"], "with --bit_precision 22, not with --bit_precision 20"),
                            (["--hash_seed", "3"], "without --hash_seed, not with --hash_seed 3"),
                            (["--rank", "2"], "with --rank 1, not with --rank 2"),
                            (["--oaa", "3"], "without --oaa, not with --oaa 3 (its options: "
                                             "--dyad rt)")]:
         assert main(["-d", str(rater_task_file), "-i", str(model), *flags, "--quiet"]) == 1
         assert message in capsys.readouterr().err
-    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "18", "--rank", "1",
+    assert main(["-d", str(rater_task_file), "-i", str(model), "-b", "22", "--rank", "1",
                  "--loss_function", "logistic", "--quiet"]) == 0
 
 

@@ -504,7 +504,7 @@ def test_a_model_saved_before_the_plain_default_keeps_its_shifted_form(tmp_path)
 
 def test_number_named_users_and_items_learn_as_well_as_named_ones():
     """User and item ids written as numbers ("|u 17 |m 1193", as most MovieLens conversions do)
-    hash to consecutive numbers from their namespace's hash, and at the default -b 18 'u' and
+    hash to consecutive numbers from their namespace's hash, and at -b 18 (VW's default) 'u' and
     'm' start 644 rows apart: unmixed, user i shared its weight and latent vector with item
     i + 644 (test MSE 0.985 against 0.795 on gen_dyadic's default data).  Placed through the
     mixer they collide as random hashes do."""
@@ -517,7 +517,7 @@ def test_number_named_users_and_items_learn_as_well_as_named_ones():
                  for r, u, i in zip(ratings.tolist(), users.tolist(), items.tolist())]
         cut = len(lines) * 9 // 10
         train, test = lines[:cut], lines[cut:]
-        ws = Workspace("--dyad um --rank 4 --quiet")
+        ws = Workspace("--dyad um --rank 4 -b 18 --quiet")
         for _ in range(4):
             ws.learn(train)
         predicted = np.asarray(ws.predict([line.split(" ", 1)[1] for line in test]))

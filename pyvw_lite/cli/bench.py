@@ -83,8 +83,9 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
     # user x item ratings, passes over a cache made beforehand: --lrq um8 on both sides (VW's
     # reduction both), and pyvw-lite's exact-flow learner --dyad um --rank 8 against it
     lrq = ["-d", ratings_data, "--lrq", "um8", "--passes", str(RATINGS_PASSES), "--holdout_off"]
+    # the dyadic scenarios at VW's -b 18 (--dyad's own default is 22): both sides fill one table
     dyad = ["-d", ratings_data, "--dyad", "um", "--rank", "8", "--passes", str(RATINGS_PASSES),
-            "--holdout_off"]
+            "--holdout_off", "-b", "18"]
     plan = {
         "text": Scenario("binary logistic, 1 pass, text", common, common, lines),
         "cache": Scenario("binary logistic, 1 pass, cache",
@@ -98,7 +99,8 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
                         ["-d", multiclass_data, "--ect", "5"], lines),
         # the dyadic scoring filter tree against VW's low-rank quadratic one-against-all
         "sft-dyad": Scenario("--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)",
-                             ["-d", multiclass_data, "--sft", "5", "--dyad", "rt", "--rank", "2"],
+                             ["-d", multiclass_data, "--sft", "5", "--dyad", "rt", "--rank", "2",
+                              "-b", "18"],
                              ["-d", multiclass_data, "--oaa", "5", "--lrq", "rt2"], lines),
         "ratings-lrq": Scenario(f"ratings --lrq um8, {RATINGS_PASSES} passes, cache",
                                 lrq + ["--cache_file", "ours.lrq.cache"],
@@ -109,7 +111,7 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
                                  "passes, cache",
                                  dyad + ["--cache_file", "ours.dyad.cache"],
                                  lrq + ["--cache_file", "vw.lrq.cache"], ratings * RATINGS_PASSES,
-                                 prepare_ours=dyad[:6] + ["-k", "--cache_file",
+                                 prepare_ours=dyad[:6] + ["-b", "18", "-k", "--cache_file",
                                                           "ours.dyad.cache"],
                                  prepare_peer=lrq[:4] + ["-k", "--cache_file", "vw.lrq.cache"]),
     }

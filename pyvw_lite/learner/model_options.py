@@ -162,6 +162,8 @@ def merge_model_options(options: Options, model: ModelData) -> Options:
         kept.setdefault(name, getattr(stored, name))
     if kept.get("dyad") and "dyad_shifted" not in kept:
         kept.update(_earlier_dyad_defaults(stored))
+    # a model without its -b kept was made at VW's 18, --dyad or not (DYAD_BITS came later)
+    kept.setdefault("bit_precision", BY_NAME["bit_precision"].default)
     merged = options.as_dict()
     given = set(options.given)
     flags_given = any(name in given for name in UPDATE_FLAGS)

@@ -26,6 +26,7 @@ from ..learners import gd
 from ..learners.losses import loss_value
 from ..options import OptionError
 from ..reductions.dyad import shared_rows
+from ..reductions.dyad_census import DyadCensus
 from ..reductions.multiclass import class_buffers
 from .plan import RunPlan
 
@@ -78,6 +79,11 @@ class Driver:
                                       holdout_off=not self.plan.holdout_on(), log=workspace.log)
         self.names: dict[int, set[str]] = {}
         self.helper = None  # a process compiling the learning kernels beside a cold start
+        dyadic = workspace.dyadic
+        # a dyadic run's first pass counts repeated pairs and labels outside the scale
+        self.census = None if dyadic is None or self.err is None else DyadCensus(
+            dyadic.pairs, list(self.o.dyad))
+        self.first_pass = True
 
     # ------------------------------------------------------------------ batches
     def _text_batches(self, source: LineChunks, record_spans: bool) -> Iterator[ParsedBatch]:
@@ -213,6 +219,7 @@ class Driver:
         try:
             for pass_index in range(o.passes):
                 self.pass_position = 0
+                self.first_pass = pass_index == 0
                 from_cache = read_cache or pass_index > 0
                 if from_cache:
                     batches = prefetch(iter(cache_reader))
@@ -358,6 +365,8 @@ class Driver:
         self.account(weight=weight, loss=loss, holdout=holdout.astype(bool), truth=truth,
                      labelled=labelled, pred=pred, features=nfeat, shown=shown,
                      confidence=confidence)
+        if self.census is not None and self.first_pass:
+            self.census.add(batch, rows, ws.ignore)
         if not self.o.audit:  # --audit wrote each example's lines after its audit block
             self._write_outputs(batch, rows, pred, raw, writers)
 
@@ -408,6 +417,8 @@ class Driver:
             if ws.ode_step_caps:
                 self.progress.extra_summary.append(f"ode_step_cap = {ws.ode_step_caps}")
             self.progress.extra_summary.extend(crowded_table(ws))
+            if self.census is not None:
+                self.progress.extra_summary.extend(self.census.summary())
             total, weight = ws.multiclass_log_loss
             if o.probabilities and weight > 0:
                 self.progress.after_average.append(

@@ -83,7 +83,8 @@ SETS = {
 }
 
 DYAD = ["--dyad", "um", "--rank", "8"]
-JUDGED = DYAD + ["--passes", "20"]  # VW's defaults: -b 18, a tenth held out, early termination
+JUDGED = DYAD + ["--passes", "20"]  # VW's defaults: -b 18 (run() adds it), a tenth held out,
+# early termination
 RESULTS = DYAD + ["-b", "22", "--holdout_off", "--passes", "20"]  # every pass learns everything
 LINEAR_JUDGED = ["--passes", "20"]
 LINEAR_RESULTS = ["-b", "22", "--holdout_off", "--passes", "20"]
@@ -243,6 +244,8 @@ class Runs:
         flags, learner = list(flags), []
         if tool == "ours":
             flags = as_dyad(flags)
+            if "--dyad" in flags and "-b" not in flags:  # these tables ran at VW's -b 18,
+                flags += ["-b", "18"]  # the default before --dyad's own 22
             command = [sys.executable, "-m", "pyvw_lite"]
             for hack, script in (("--pass_power", PASS_POWER), ("--pass_warm", PASS_WARM)):
                 if hack in flags:  # not a flag of pyvw-lite's: a script patches it in
