@@ -113,10 +113,20 @@ def _stamp_kernels_with_the_package() -> None:
     package_dir = os.path.dirname(os.path.abspath(__file__))
     package_stamp = _kernel_sources_digest(package_dir)
 
+    writable_dirs: set[str] = set()
+
     def stamped(base):
         class PackageLocator(base):
             def get_source_stamp(self):
                 return super().get_source_stamp(), package_stamp
+
+            def ensure_cache_path(self):
+                # numba proves a directory writable by creating a temporary file in it, once
+                # per kernel (about 150 at import); once per directory and process is enough
+                path = self.get_cache_path()
+                if path not in writable_dirs:
+                    super().ensure_cache_path()
+                    writable_dirs.add(path)
 
             @classmethod
             def from_function(cls, py_func, py_file):

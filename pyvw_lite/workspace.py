@@ -22,7 +22,6 @@ from typing import Sequence, TextIO
 
 import numpy as np
 
-from .distributed.learn import ShardedDriver
 from .io.model_io import ModelData
 from .io.vw_text import ParsedBatch, format_prediction
 from .learner import audit, persist
@@ -171,6 +170,7 @@ class Workspace:
 
     def run(self) -> int:
         """Run the VW-style job the options describe (what the ``pyvw-lite`` command does)."""
-        if self.learner.options.executor:
+        if self.learner.options.executor:  # imported here: a plain run loads no scale-out code
+            from .distributed.learn import ShardedDriver
             return ShardedDriver(self.learner).run()
         return Driver(self.learner).run()

@@ -363,21 +363,39 @@ def test_bench_runs_end_to_end_without_the_peer(tmp_path):
     import io
     out = io.StringIO()
     results = run_bench(lines=2000, repeat=1, workdir=str(tmp_path), peer=False, out=out)
-    assert [r.scenario for r in results] == ["binary logistic, 1 pass, text",
+    assert [r.scenario for r in results] == ["binary logistic, 1 pass, text, 1 line",
+                                             "binary logistic, 1 pass, text, 2,000 lines",
+                                             "binary logistic, 1 pass, text",
                                              "binary logistic, 1 pass, cache",
                                              "--sft 5 (VW: --ect 5), 1 pass, text",
                                              "--sft 5 --dyad rt --rank 2 (VW: --oaa 5 --lrq rt2)",
                                              "ratings --lrq um8, 5 passes, cache",
                                              "ratings --dyad um --rank 8 (VW: --lrq um8), 5 "
                                              "passes, cache"]
-    assert results[0].ours_loss == results[1].ours_loss
-    for ratings in results[4:]:
+    from pyvw_lite.cli.bench import SCENARIOS
+    assert [r.key for r in results] == list(SCENARIOS)
+    assert [r.examples for r in results[:3]] == [1, 2000, 2000]
+    # the short files are the text file's first lines: all 2,000 learn as the whole file does
+    assert results[1].ours_loss == results[2].ours_loss == results[3].ours_loss
+    assert (tmp_path / "rt2_2000_12345_first1.vw").read_text() == \
+        (tmp_path / "rt2_2000_12345.vw").read_text().splitlines(keepends=True)[0]
+    for ratings in results[6:]:
         assert ratings.examples == 5 * sum(1 for _ in open(
             tmp_path / "ratings_2000_12345.vw"))  # five passes over the ratings file
     # squared loss on ratings 1..5: the exact-flow learner learned, VW's --lrq did not blow up
-    assert float(results[5].ours_loss) < 1.0 and float(results[4].ours_loss) < 2.5
+    assert float(results[7].ours_loss) < 1.0 and float(results[6].ours_loss) < 2.5
+    from pyvw_lite.cli.bench import busy_machine
+    assert all(r.busy == busy_machine(*r.load, os.cpu_count() or 1) for r in results)
     assert "ratio" in out.getvalue()
     assert "nan" not in out.getvalue() and "None" not in out.getvalue()  # VW's cells: '-'
+
+
+def test_bench_marks_a_scenario_busy_by_the_load_around_it():
+    from pyvw_lite.cli.bench import busy_machine
+    assert not busy_machine(0.3, 1.4, cores=2)  # quiet before; after, the benchmark's own run
+    assert busy_machine(0.6, 0.6, cores=2)  # busy before
+    assert busy_machine(0.1, 1.6, cores=2)  # someone else started meanwhile
+    assert not busy_machine(0.9, 1.9, cores=4)
 
 
 def test_bench_crowd_runs_end_to_end_without_the_peer(tmp_path):

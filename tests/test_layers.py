@@ -39,6 +39,10 @@ LAZY = {
                                "an experiment loads the learner when it first trains one"),
     "datasets/__init__.py": (("pyvw_lite.io", "pyvw_lite.datasets"),
                              "the data's paths need no numba; only a download converts"),
+    "workspace.py": (("pyvw_lite.distributed",),
+                     "a plain run loads no scale-out code; --executor loads the sharded run"),
+    "run/driver.py": (("pyvw_lite.learner.compile",),
+                      "only a cold start compiles the learning kernels in a helper process"),
     "options.py": (("pyvw_lite.vw_options",),
                    "VW's option list is read only to name an option VW has and we lack"),
 }

@@ -38,6 +38,9 @@ class Result:
     peer_seconds: list[float]
     ours_loss: str | None
     peer_loss: str | None
+    key: str = ""  # the scenario's name in SCENARIOS
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after its runs
+    busy: bool = False  # the machine was not quiet (:func:`busy_machine`): no figure to record
 
     @property
     def ratio(self) -> float | None:
@@ -72,8 +75,22 @@ def average_loss(stderr: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-SCENARIOS = ("text", "cache", "sft", "sft-dyad", "ratings-lrq", "ratings-dyad")
+SCENARIOS = ("text-1", "text-100k", "text", "cache", "sft", "sft-dyad", "ratings-lrq",
+             "ratings-dyad")
 RATINGS_PASSES = 5
+SHORT_FILES = {"text-1": 1, "text-100k": 100_000}  # the first lines of the text scenario's file
+
+# A figure is measured only on a quiet machine: the 1-minute load average at most this much per
+# core before a scenario's runs, and after them at most this plus the one process the benchmark
+# itself keeps running.  Shared two-core machines drift by a fifth when busier.
+QUIET_LOAD_PER_CORE = 0.25
+
+
+def busy_machine(before: float, after: float, cores: int) -> bool:
+    """Whether a scenario measured between load averages ``before`` and ``after`` ran on a busy
+    machine (:data:`QUIET_LOAD_PER_CORE`)."""
+    limit = QUIET_LOAD_PER_CORE * cores
+    return before > limit or after > limit + 1.0
 
 
 def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
@@ -88,6 +105,11 @@ def scenarios(binary_data: str, multiclass_data: str, lines: int, loss: str,
             "--holdout_off", "-b", "18"]
     plan = {
         "text": Scenario("binary logistic, 1 pass, text", common, common, lines),
+        **{name: Scenario(f"binary logistic, 1 pass, text, {count:,} line"
+                          + ("s" if count > 1 else ""),
+                          ["-d", short_file(binary_data, count)] + common[2:],
+                          ["-d", short_file(binary_data, count)] + common[2:], count)
+           for name, count in short_counts(lines).items() if name in chosen},
         "cache": Scenario("binary logistic, 1 pass, cache",
                           common + ["--cache_file", "ours.cache"],
                           common + ["--cache_file", "vw.cache"], lines,
@@ -138,7 +160,29 @@ def bench_files(lines: int, seed: int) -> list[str]:
     """The files ``bench`` makes in its work folder (its data and caches): no output may name
     one."""
     return [f"rt2_{lines}_{seed}.vw", f"rt5_{lines}_{seed}.vw", f"ratings_{lines}_{seed}.vw",
+            *(short_file(f"rt2_{lines}_{seed}.vw", count) for count in short_counts(lines).values()),
             *CACHES]
+
+
+def short_counts(lines: int) -> dict[str, int]:
+    """The short text scenarios' line counts (no more than the file has)."""
+    return {name: min(count, lines) for name, count in SHORT_FILES.items()}
+
+
+def short_file(data: str, count: int) -> str:
+    """The name of the file of ``data``'s first ``count`` lines (:func:`write_short_files`)."""
+    stem, suffix = os.path.splitext(data)
+    return f"{stem}_first{count}{suffix}"
+
+
+def write_short_files(data: str, lines: int, chosen: tuple[str, ...]) -> None:
+    """The short text scenarios' files: the first lines of the binary file, made once."""
+    for name, count in short_counts(lines).items():
+        path = short_file(data, count)
+        if name in chosen and not os.path.exists(path):
+            with open(data, "rb") as source, open(path, "wb") as target:
+                for _, line in zip(range(count), source):
+                    target.write(line)
 
 
 def binary_rater_file(workdir: str, lines: int, seed: int, out) -> str:
@@ -194,6 +238,7 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
                       "timing pyvw-lite alone\n")
         plan = scenarios(os.path.abspath(data), os.path.abspath(multiclass), lines, loss, chosen,
                          os.path.abspath(ratings_data) if ratings_data else "", ratings)
+        write_short_files(os.path.abspath(data), lines, chosen)
         byte_compile_package()
         for scenario in plan:
             # warm the numba cache (and the page cache) so no timed run pays a compile
@@ -203,7 +248,8 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
             if use_peer and scenario.prepare_peer:
                 timed(_peer_command(scenario.prepare_peer + ["--quiet"]), workdir)
         results = []
-        for scenario in plan:
+        for key, scenario in zip(chosen, plan):
+            before = os.getloadavg()[0]
             ours, theirs = [], []
             ours_loss = peer_loss = None
             for _ in range(repeat):
@@ -214,28 +260,38 @@ def run_bench(lines: int = 1_000_000, repeat: int = 3, seed: int = 12345, loss: 
                     seconds, stderr = timed(_peer_command(scenario.peer), workdir)
                     theirs.append(seconds)
                     peer_loss = average_loss(stderr)
+            after = os.getloadavg()[0]
             results.append(Result(scenario.name, scenario.examples, ours, theirs, ours_loss,
-                                  peer_loss))
+                                  peer_loss, key, (before, after),
+                                  busy_machine(before, after, os.cpu_count() or 1)))
         report(results, out)
         return results
 
 
 def report(results: list[Result], out=sys.stdout) -> None:
-    out.write(f"{'scenario':<34} {'pyvw-lite s':>11} {'VW s':>8} {'pyvw-lite ex/s':>15} "
+    out.write(f"{'scenario':<48} {'pyvw-lite s':>11} {'VW s':>8} {'pyvw-lite ex/s':>15} "
               f"{'VW ex/s':>11} {'ratio':>6}  average loss (ours / VW)\n")
     for r in results:
+        name = r.scenario + (" (busy)" if r.busy else "")
         ours = statistics.median(r.ours_seconds)
         peer = statistics.median(r.peer_seconds) if r.peer_seconds else None
         loss = r.ours_loss or "-"
         if peer:
-            out.write(f"{r.scenario:<34} {ours:>11.3f} {peer:>8.3f} {r.examples / ours:>15,.0f} "
+            out.write(f"{name:<48} {ours:>11.3f} {peer:>8.3f} {r.examples / ours:>15,.0f} "
                       f"{r.examples / peer:>11,.0f} {r.ratio:>6.2f}  {loss} / "
                       f"{r.peer_loss or '-'}\n")
         else:  # VW not timed: its cells stay empty
-            out.write(f"{r.scenario:<34} {ours:>11.3f} {'-':>8} {r.examples / ours:>15,.0f} "
+            out.write(f"{name:<48} {ours:>11.3f} {'-':>8} {r.examples / ours:>15,.0f} "
                       f"{'-':>11} {'-':>6}  {loss}\n")
     out.write("ratio = pyvw-lite examples/s ÷ VW examples/s (medians, runs interleaved, "
               "whole processes)\n")
+    busy = [r for r in results if r.busy]
+    for r in busy:
+        out.write(f"busy: {r.scenario}: load average {r.load[0]:.2f} before, {r.load[1]:.2f} "
+                  "after\n")
+    if busy:
+        out.write(f"busy rows were measured above {QUIET_LOAD_PER_CORE} load per core (plus the "
+                  "benchmark's own process after): not figures to publish\n")
 
 
 def results_json(results: list[Result]) -> str:

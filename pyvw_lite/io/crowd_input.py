@@ -148,11 +148,9 @@ def _group_by_item(task_codes: np.ndarray, n_tasks: int):
 
 
 def _factorize(values: np.ndarray):
-    """Codes in order of first appearance, and the unique values."""
-    try:
-        import pandas as pd
-    except ImportError:
-        pd = None
+    """Codes in order of first appearance, and the unique values (by pandas when it is already
+    imported: a dictionary does a million values in a fraction of pandas' import time)."""
+    pd = sys.modules.get("pandas")
     if pd is not None:
         codes, uniques = pd.factorize(values, sort=False)
         return codes.astype(np.int64), np.asarray(uniques, dtype=object)
@@ -436,6 +434,25 @@ def read_table(path: str, required: tuple[str, ...], rows: RowPolicy = STRICT,
     return {column: _nfc(values) for column, values in columns.items()}, lines
 
 
+# From this size on a CSV is read by pandas when installed: importing pandas costs what the csv
+# module spends on about 2 MB of answers (csv 0.15-0.35 s a MB, pandas 0.03-0.07 s a MB and 0.5 s
+# to import, on s4_Relevance and cifar10n).  Both read alike (tests/test_startup.py).
+PANDAS_FROM_BYTES = 2_000_000
+
+
+def _pandas_for(source):
+    """pandas, when it is installed and ``source`` (a path or the bytes read) is large enough to
+    repay importing it; else None (the csv module reads the file)."""
+    size = len(source.getbuffer()) if isinstance(source, io.BytesIO) else os.path.getsize(source)
+    if size < PANDAS_FROM_BYTES and "pandas" not in sys.modules:
+        return None
+    try:
+        import pandas as pd
+    except ImportError:
+        return None
+    return pd
+
+
 def _read_table(path, name, required, rows, optional):
     if path != "-" and not os.path.exists(path):
         raise CrowdInputError(f"{path}: no such file")
@@ -458,10 +475,7 @@ def _read_table(path, name, required, rows, optional):
     if missing:
         raise CrowdInputError(f"{name}:1: missing column {missing[0]!r} (header: "
                               f"{first_line.strip()!r}; expected {', '.join(wanted)})")
-    try:
-        import pandas as pd
-    except ImportError:
-        pd = None
+    pd = _pandas_for(source)
     if pd is not None:
         # read as text: ids such as "007" must not become the number 7; every column, as
         # ``usecols`` would drop a row's extra fields (an unquoted comma in a label) silently
@@ -480,7 +494,9 @@ def _read_table(path, name, required, rows, optional):
             frame.columns = [str(column).strip() for column in frame.columns]
             columns = {}
             for column in wanted:
-                codes, uniques = pd.factorize(frame[column], sort=False)
+                # values stripped as the csv module's rows are (read_csv's skipinitialspace
+                # strips the left side only: 'w1 ' and 'w1' were two workers)
+                codes, uniques = pd.factorize(frame[column].str.strip(), sort=False)
                 columns[column] = Column(codes.astype(np.int64),
                                          np.asarray(uniques, dtype=object))
             del frame

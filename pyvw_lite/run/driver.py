@@ -17,10 +17,9 @@ from ..io.progress import LiveBar, ProgressTable, use_live_bar
 from ..io.source import LineChunks, gzip_damage, prefetch
 from ..io.vw_text import (LABEL, NLABEL, TAG_END, TAG_START, ParsedBatch, format_prediction,
                           parse_lines)
-from ..jit import announce_compile
+from ..jit import announce_compile, is_cached
 from ..learner import audit, persist
 from ..learner.checks import ParseError
-from ..learner.compile import start_learning_compile
 from ..learner.core import Learner
 from ..learners import gd
 from ..learners.losses import loss_value
@@ -61,6 +60,15 @@ def account_examples(progress: ProgressTable, reduction, *, weight, loss, holdou
 
 UPDATE_FLAG_NOTE = ("[info] --adaptive/--normalized/--invariant under --dyad: its linear terms "
                     "take VW's adaptive normalized rates and every step is exact already")
+
+
+def compile_helper(learner):
+    """On a cold start, the helper process that compiles the learning kernels beside the parser
+    (:func:`~pyvw_lite.learner.compile.start_learning_compile`); a warm run imports none of it."""
+    if is_cached(parse_lines):
+        return None
+    from ..learner.compile import start_learning_compile
+    return start_learning_compile(learner)
 
 
 class Driver:
@@ -205,7 +213,7 @@ class Driver:
             self.err.write("\n".join(self.plan.preamble(cache_path, read_cache)) + "\n")
             self.progress.print_header()
         announce_compile(parse_lines, *ws.learning_kernels())
-        self.helper = start_learning_compile(ws)
+        self.helper = compile_helper(ws)
         bar = None
         if use_live_bar(ws.quiet):
             total = cache_reader.total_bytes if read_cache else text_source.total_bytes
