@@ -428,7 +428,8 @@ def seed_table(work: Path, records: bool):
 
 @group("seed_smem_web", "pyvw-lite experiment configs/seed_smem_web.toml", needs_shared=True)
 def seed_smem_web(work: Path, records: bool):
-    values, timing = experiment("configs/seed_smem_web.toml", work, records)
+    values, timing = experiment("configs/seed_smem_web.toml", work, records,
+                                ["--data-root", str(CROWD)])
     # the manual commands of docs/workflow.md on the same answers, against the config's figure
     answers = CROWD / "smem_web" / "answers.csv"
     folder = work / "smem_web_manual"
@@ -447,7 +448,7 @@ def seed_smem_web(work: Path, records: bool):
 @group("seed_s4_relevance", "pyvw-lite experiment configs/seed_s4_relevance.toml",
        needs_shared=True)
 def seed_s4_relevance(work: Path, records: bool):
-    return experiment("configs/seed_s4_relevance.toml", work, records)
+    return experiment("configs/seed_s4_relevance.toml", work, records, ["--data-root", str(CROWD)])
 
 
 @group("bluebirds_vw", "pyvw-lite and VW 9.11.9 (vowpalwabbit), each: -d datasets/bluebirds/"
