@@ -20,7 +20,7 @@ $(VENV)/.installed: $(VENV)/.demo-installed
 
 install: $(VENV)/.installed
 
-# the layers first (docs/internals.md): a second, then the tests
+# the layers first (docs/explanation/internals.md): a second, then the tests
 test: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest
@@ -44,7 +44,7 @@ demo: $(VENV)/.demo-installed
 		-p $(OUT)/predictions.txt
 	@echo "== results in $(OUT)/"
 
-# Every figure README.md and docs/*.md print, re-run into docs/figures.json and rendered into the
+# Every figure README.md and docs/ print, re-run into docs/figures.json and rendered into the
 # pages (tools/figures.py; FIGURES="--fast" for the groups CI re-runs, "--only GROUP ..." for some).
 # A group that needs ../shared, crowd-kit (CROWDKIT_PYTHON=...) or statsmodels is skipped without.
 figures: install

@@ -955,7 +955,7 @@ def signed(value: float, digits: int = 3) -> str:
        "tests/accuracy/dyad_real.json; this group reads the record and counts the rating sets' "
        "repeated pairs and out-of-scale labels)", slow=True, needs_shared=True)
 def dyad_real(work: Path, records: bool):
-    """docs/dyadic-evidence.md: folds of the real train halves, the test halves scored once."""
+    """docs/evidence/dyadic-real-ratings.md: folds of the real train halves, the test halves scored once."""
     record = json.loads((ROOT / "tests" / "accuracy" / "dyad_real.json").read_text())
 
     def fold(name, f, line):

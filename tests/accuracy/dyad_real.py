@@ -33,7 +33,7 @@ FOLD_SEED = 20261129
 
 DYAD = ["--dyad", "um", "--rank", "8"]
 JUDGED = ["--passes", "20"]  # a tenth held out, early termination
-# "judged" ran at -b 18, the default then (its record says so in docs/dyadic-evidence.md);
+# "judged" ran at -b 18, the default then (its record says so in docs/evidence/dyadic-real-ratings.md);
 # "bits22" and "judged_newdefault" are the same line at --dyad's -b 22
 LINES = {
     "linear": JUDGED,
