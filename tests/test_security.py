@@ -671,7 +671,10 @@ def test_ctrl_c_stops_a_sharded_run_without_worker_tracebacks(tmp_path, executor
     process = subprocess.Popen([sys.executable, "-m", "pyvw_lite", "-d", str(data), "--passes",
                                 "100000", "--holdout_off", "--executor", executor,
                                 "--quiet"], stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True,
+                               # as a shell starts it: Ctrl-C not ignored, whatever an earlier
+                               # test left in this process (an ignored SIGINT is inherited)
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(start)  # the workers are up and learning
         assert process.poll() is None
